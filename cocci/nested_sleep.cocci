@@ -1,0 +1,759 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/// Find calls that may sleep while the task is not TASK_RUNNING: in the
+/// condition of a wait_event*() macro (and in the cmd that runs before
+/// schedule() in the _cmd forms), between prepare_to_wait*() and
+/// schedule()/finish_wait(), and between set_current_state(TASK_*) and
+/// schedule().  The inner sleep resets the task state to TASK_RUNNING, so the
+/// outer wait can lose its wakeup or spin; with CONFIG_DEBUG_ATOMIC_SLEEP the
+/// kernel warns "do not call blocking ops when !TASK_RUNNING".
+///
+/// The usual fix is the wait_woken() pattern (commit 61ada528dea0
+/// ("sched/wait: Provide infrastructure to deal with nested blocking")):
+/// DEFINE_WAIT_FUNC(wait, woken_wake_function); add_wait_queue(&wq, &wait);
+/// loop { if (cond) break; wait_woken(&wait, state, timeout); }
+/// remove_wait_queue(&wq, &wait);
+///
+//# Run on its own, by the kernel's "make coccicheck", this rule only knows the
+//# sleeping primitives listed in its initializer (generated from
+//# cocci/sleep_info.json): it finds a primitive called directly in the
+//# condition or window, not one reached through a helper.  nestsleep's
+//# driver (scripts/nestsleep.py) adds the whole-tree knowledge: helpers in
+//# other files, static inlines, macros and ops-table function pointers.
+//#
+//# False positives arise when the sleeping path cannot run while the state is
+//# set (flag-dependent sleeps), when a helper restores TASK_RUNNING itself
+//# before it sleeps, and for chains through function pointers, which are
+//# resolved by struct type and member and may name a target that is never
+//# reached from this site.  Sites that call sched_annotate_sleep(), the
+//# kernel's "checked and harmless" annotation, are not reported.
+//#
+//# wait_woken() is not always the right fix: where the inner sleep is rare and
+//# a re-loop harmless, maintainers have accepted sched_annotate_sleep(); where
+//# the condition runs under a spinlock (the _lock_irq and _locked forms) a
+//# sleeping condition is a sleep in atomic context, which wait_woken() does
+//# not fix, and is reported as such.
+// Confidence: Moderate
+// Copyright: (C) 2026 The nestsleep developers.
+// URL: https://coccinelle.gitlabpages.inria.fr/website
+// Comments: Requires Python scripting. Set NESTSLEEP_RAW=1 to print the
+// Comments: raw candidate calls as JSON lines for scripts/nestsleep.py.
+// Options: --no-includes --include-headers
+
+virtual context
+virtual org
+virtual report
+
+@initialize:python@
+@@
+import json
+import os
+
+# BEGIN GENERATED from cocci/sleep_info.json by scripts/gen_builtin.py; do not edit
+NS_SLEEPERS = {
+    '__copy_from_user': ('user_copy', 'warns'),
+    '__copy_to_user': ('user_copy', 'warns'),
+    '__might_fault': ('might_sleep', 'warns'),
+    '__might_sleep': ('might_sleep', 'warns'),
+    '__mutex_lock': ('mutex', 'warns'),
+    '__wait_event': ('wait_event_nocheck', 'silent'),
+    '__wait_event_idle': ('wait_event_nocheck', 'silent'),
+    '__wait_event_interruptible': ('wait_event_nocheck', 'silent'),
+    '__wait_event_interruptible_timeout': ('wait_event_nocheck', 'silent'),
+    '__wait_event_killable': ('wait_event_nocheck', 'silent'),
+    '__wait_event_timeout': ('wait_event_nocheck', 'silent'),
+    '_mutex_lock_nest_lock': ('mutex', 'warns'),
+    'cancel_delayed_work_sync': ('workqueue', 'warns'),
+    'cancel_work_sync': ('workqueue', 'warns'),
+    'clear_user': ('user_copy', 'warns'),
+    'copy_from_sockptr': ('user_copy', 'warns'),
+    'copy_from_user': ('user_copy', 'warns'),
+    'copy_struct_from_user': ('user_copy', 'warns'),
+    'copy_to_sockptr': ('user_copy', 'warns'),
+    'copy_to_user': ('user_copy', 'warns'),
+    'destroy_workqueue': ('workqueue', 'warns'),
+    'down': ('semaphore', 'warns'),
+    'down_interruptible': ('semaphore', 'warns'),
+    'down_killable': ('semaphore', 'warns'),
+    'down_read': ('rwsem', 'warns'),
+    'down_read_interruptible': ('rwsem', 'warns'),
+    'down_read_killable': ('rwsem', 'warns'),
+    'down_read_killable_nested': ('rwsem', 'warns'),
+    'down_read_nested': ('rwsem', 'warns'),
+    'down_read_non_owner': ('rwsem', 'warns'),
+    'down_timeout': ('semaphore', 'warns'),
+    'down_write': ('rwsem', 'warns'),
+    'down_write_killable': ('rwsem', 'warns'),
+    'down_write_nest_lock': ('rwsem', 'warns'),
+    'down_write_nested': ('rwsem', 'warns'),
+    'drain_workqueue': ('workqueue', 'warns'),
+    'flush_delayed_work': ('workqueue', 'warns'),
+    'flush_rcu_work': ('workqueue', 'warns'),
+    'flush_scheduled_work': ('workqueue', 'warns'),
+    'flush_work': ('workqueue', 'warns'),
+    'flush_workqueue': ('workqueue', 'warns'),
+    'freezable_schedule': ('schedule', 'silent'),
+    'freezable_schedule_timeout': ('schedule', 'silent'),
+    'freezable_schedule_unsafe': ('schedule', 'silent'),
+    'fsleep': ('sleep', 'silent'),
+    'get_user': ('user_copy', 'warns'),
+    'io_schedule': ('schedule', 'silent'),
+    'io_schedule_timeout': ('schedule', 'silent'),
+    'io_wait_event': ('wait_event', 'warns'),
+    'kthread_cancel_delayed_work_sync': ('workqueue', 'warns'),
+    'kthread_cancel_work_sync': ('workqueue', 'warns'),
+    'kthread_flush_work': ('workqueue', 'warns'),
+    'kthread_flush_worker': ('workqueue', 'warns'),
+    'kthread_park': ('workqueue', 'warns'),
+    'kthread_stop': ('workqueue', 'warns'),
+    'kvfree': ('vmalloc', 'warns'),
+    'lock_sock': ('socket_lock', 'warns'),
+    'lock_sock_fast': ('socket_lock', 'warns'),
+    'lock_sock_nested': ('socket_lock', 'warns'),
+    'memdup_user': ('user_copy', 'warns'),
+    'memdup_user_nul': ('user_copy', 'warns'),
+    'might_fault': ('might_sleep', 'warns'),
+    'might_sleep': ('might_sleep', 'warns'),
+    'might_sleep_if': ('might_sleep', 'warns'),
+    'msleep': ('sleep', 'silent'),
+    'msleep_interruptible': ('sleep', 'silent'),
+    'mutex_lock': ('mutex', 'warns'),
+    'mutex_lock_interruptible': ('mutex', 'warns'),
+    'mutex_lock_interruptible_nested': ('mutex', 'warns'),
+    'mutex_lock_io': ('mutex', 'warns'),
+    'mutex_lock_io_nested': ('mutex', 'warns'),
+    'mutex_lock_killable': ('mutex', 'warns'),
+    'mutex_lock_killable_nested': ('mutex', 'warns'),
+    'mutex_lock_nest_lock': ('mutex', 'warns'),
+    'mutex_lock_nested': ('mutex', 'warns'),
+    'percpu_down_read': ('rwsem', 'warns'),
+    'percpu_down_write': ('rwsem', 'warns'),
+    'prepare_to_wait': ('wait_event_nocheck', 'silent'),
+    'prepare_to_wait_event': ('wait_event_nocheck', 'silent'),
+    'prepare_to_wait_exclusive': ('wait_event_nocheck', 'silent'),
+    'put_user': ('user_copy', 'warns'),
+    'rcu_barrier': ('rcu', 'warns'),
+    'rcuwait_wait_event': ('wait_event_nocheck', 'silent'),
+    'rt_mutex_lock': ('mutex', 'warns'),
+    'rt_mutex_lock_interruptible': ('mutex', 'warns'),
+    'rt_mutex_lock_killable': ('mutex', 'warns'),
+    'rt_mutex_lock_nested': ('mutex', 'warns'),
+    'schedule': ('schedule', 'silent'),
+    'schedule_hrtimeout': ('schedule', 'silent'),
+    'schedule_hrtimeout_range': ('schedule', 'silent'),
+    'schedule_hrtimeout_range_clock': ('schedule', 'silent'),
+    'schedule_preempt_disabled': ('schedule', 'silent'),
+    'schedule_timeout': ('schedule', 'silent'),
+    'schedule_timeout_idle': ('schedule', 'silent'),
+    'schedule_timeout_interruptible': ('schedule', 'silent'),
+    'schedule_timeout_killable': ('schedule', 'silent'),
+    'schedule_timeout_uninterruptible': ('schedule', 'silent'),
+    'srcu_barrier': ('rcu', 'warns'),
+    'ssleep': ('sleep', 'silent'),
+    'strncpy_from_user': ('user_copy', 'warns'),
+    'strndup_user': ('user_copy', 'warns'),
+    'strnlen_user': ('user_copy', 'warns'),
+    'swait_event_exclusive': ('wait_event_nocheck', 'silent'),
+    'swait_event_idle_exclusive': ('wait_event_nocheck', 'silent'),
+    'swait_event_idle_timeout_exclusive': ('wait_event_nocheck', 'silent'),
+    'swait_event_interruptible_exclusive': ('wait_event_nocheck', 'silent'),
+    'swait_event_interruptible_timeout_exclusive': ('wait_event_nocheck', 'silent'),
+    'swait_event_killable_exclusive': ('wait_event_nocheck', 'silent'),
+    'swait_event_timeout_exclusive': ('wait_event_nocheck', 'silent'),
+    'synchronize_irq': ('rcu', 'warns'),
+    'synchronize_net': ('rcu', 'warns'),
+    'synchronize_rcu': ('rcu', 'warns'),
+    'synchronize_rcu_expedited': ('rcu', 'warns'),
+    'synchronize_rcu_tasks': ('rcu', 'warns'),
+    'synchronize_rcu_tasks_trace': ('rcu', 'warns'),
+    'synchronize_srcu': ('rcu', 'warns'),
+    'synchronize_srcu_expedited': ('rcu', 'warns'),
+    'try_to_freeze': ('might_sleep', 'warns'),
+    'usleep_idle_range': ('sleep', 'silent'),
+    'usleep_range': ('sleep', 'silent'),
+    'usleep_range_state': ('sleep', 'silent'),
+    'vfree': ('vmalloc', 'warns'),
+    'vmalloc': ('vmalloc', 'warns'),
+    'vmalloc_node': ('vmalloc', 'warns'),
+    'vmalloc_user': ('vmalloc', 'warns'),
+    'vmap': ('vmalloc', 'warns'),
+    'vmemdup_user': ('user_copy', 'warns'),
+    'vunmap': ('vmalloc', 'warns'),
+    'vzalloc': ('vmalloc', 'warns'),
+    'vzalloc_node': ('vmalloc', 'warns'),
+    'wait_event': ('wait_event', 'warns'),
+    'wait_event_cmd': ('wait_event_nocheck', 'silent'),
+    'wait_event_exclusive_cmd': ('wait_event_nocheck', 'silent'),
+    'wait_event_freezable': ('wait_event', 'warns'),
+    'wait_event_freezable_exclusive': ('wait_event', 'warns'),
+    'wait_event_freezable_timeout': ('wait_event', 'warns'),
+    'wait_event_hrtimeout': ('wait_event', 'warns'),
+    'wait_event_idle': ('wait_event', 'warns'),
+    'wait_event_idle_exclusive': ('wait_event', 'warns'),
+    'wait_event_idle_exclusive_timeout': ('wait_event', 'warns'),
+    'wait_event_idle_timeout': ('wait_event', 'warns'),
+    'wait_event_interruptible': ('wait_event', 'warns'),
+    'wait_event_interruptible_exclusive': ('wait_event', 'warns'),
+    'wait_event_interruptible_exclusive_locked': ('wait_event_nocheck', 'silent'),
+    'wait_event_interruptible_exclusive_locked_irq': ('wait_event_nocheck', 'silent'),
+    'wait_event_interruptible_hrtimeout': ('wait_event', 'warns'),
+    'wait_event_interruptible_lock_irq': ('wait_event_nocheck', 'silent'),
+    'wait_event_interruptible_lock_irq_cmd': ('wait_event_nocheck', 'silent'),
+    'wait_event_interruptible_lock_irq_timeout': ('wait_event_nocheck', 'silent'),
+    'wait_event_interruptible_locked': ('wait_event_nocheck', 'silent'),
+    'wait_event_interruptible_locked_irq': ('wait_event_nocheck', 'silent'),
+    'wait_event_interruptible_timeout': ('wait_event', 'warns'),
+    'wait_event_killable': ('wait_event', 'warns'),
+    'wait_event_killable_exclusive': ('wait_event', 'warns'),
+    'wait_event_killable_timeout': ('wait_event', 'warns'),
+    'wait_event_lock_irq': ('wait_event_nocheck', 'silent'),
+    'wait_event_lock_irq_cmd': ('wait_event_nocheck', 'silent'),
+    'wait_event_lock_irq_timeout': ('wait_event_nocheck', 'silent'),
+    'wait_event_state': ('wait_event', 'warns'),
+    'wait_event_timeout': ('wait_event', 'warns'),
+    'wait_for_completion': ('completion', 'warns'),
+    'wait_for_completion_interruptible': ('completion', 'warns'),
+    'wait_for_completion_interruptible_timeout': ('completion', 'warns'),
+    'wait_for_completion_io': ('completion', 'warns'),
+    'wait_for_completion_io_timeout': ('completion', 'warns'),
+    'wait_for_completion_killable': ('completion', 'warns'),
+    'wait_for_completion_killable_timeout': ('completion', 'warns'),
+    'wait_for_completion_state': ('completion', 'warns'),
+    'wait_for_completion_timeout': ('completion', 'warns'),
+    'wait_on_bit': ('wait_event', 'warns'),
+    'wait_on_bit_action': ('wait_event', 'warns'),
+    'wait_on_bit_io': ('wait_event', 'warns'),
+    'wait_on_bit_lock': ('wait_event', 'warns'),
+    'wait_on_bit_lock_action': ('wait_event', 'warns'),
+    'wait_on_bit_lock_io': ('wait_event', 'warns'),
+    'wait_on_bit_timeout': ('wait_event', 'warns'),
+    'wait_var_event': ('wait_event', 'warns'),
+    'wait_var_event_interruptible': ('wait_event', 'warns'),
+    'wait_var_event_killable': ('wait_event', 'warns'),
+    'wait_var_event_timeout': ('wait_event', 'warns'),
+    'ww_mutex_lock': ('mutex', 'warns'),
+    'ww_mutex_lock_interruptible': ('mutex', 'warns'),
+    'ww_mutex_lock_slow': ('mutex', 'warns'),
+    'ww_mutex_lock_slow_interruptible': ('mutex', 'warns'),
+}
+NS_GFP_ARG = {
+    '__alloc_pages': 0,
+    '__alloc_skb': 1,
+    '__get_free_page': 0,
+    '__get_free_pages': 0,
+    'alloc_page': 0,
+    'alloc_pages': 0,
+    'alloc_pages_node': 1,
+    'alloc_skb': 1,
+    'bio_alloc': 3,
+    'bio_alloc_bioset': 3,
+    'devm_kasprintf': 1,
+    'devm_kcalloc': 3,
+    'devm_kmalloc': 2,
+    'devm_kmalloc_array': 3,
+    'devm_kmemdup': 3,
+    'devm_kstrdup': 2,
+    'devm_kzalloc': 2,
+    'dma_alloc_coherent': 3,
+    'dma_pool_alloc': 1,
+    'dma_pool_zalloc': 1,
+    'folio_alloc': 0,
+    'get_zeroed_page': 0,
+    'ida_alloc': 1,
+    'ida_alloc_max': 2,
+    'ida_alloc_min': 2,
+    'ida_alloc_range': 3,
+    'idr_alloc': 4,
+    'idr_alloc_cyclic': 4,
+    'kasprintf': 0,
+    'kcalloc': 2,
+    'kcalloc_node': 2,
+    'kmalloc': 1,
+    'kmalloc_array': 2,
+    'kmalloc_array_node': 2,
+    'kmalloc_node': 1,
+    'kmalloc_track_caller': 1,
+    'kmem_cache_alloc': 1,
+    'kmem_cache_alloc_node': 1,
+    'kmem_cache_zalloc': 1,
+    'kmemdup': 2,
+    'kmemdup_nul': 2,
+    'krealloc': 2,
+    'krealloc_array': 3,
+    'kstrdup': 1,
+    'kstrndup': 2,
+    'kvasprintf': 0,
+    'kvcalloc': 2,
+    'kvmalloc': 1,
+    'kvmalloc_array': 2,
+    'kvmalloc_node': 1,
+    'kvrealloc': 3,
+    'kvzalloc': 1,
+    'kvzalloc_node': 1,
+    'kzalloc': 1,
+    'kzalloc_node': 1,
+    'mempool_alloc': 1,
+    'pskb_copy': 1,
+    'radix_tree_preload': 0,
+    'sg_alloc_table': 2,
+    'skb_clone': 1,
+    'skb_copy': 1,
+    'xa_alloc': 4,
+    'xa_store': 3,
+}
+NS_BLOCKING_GFP = [
+    'GFP_KERNEL', 'GFP_KERNEL_ACCOUNT', 'GFP_NOFS', 'GFP_NOIO', 'GFP_USER',
+    'GFP_HIGHUSER', 'GFP_HIGHUSER_MOVABLE', 'GFP_TRANSHUGE',
+    'GFP_TRANSHUGE_LIGHT', '__GFP_DIRECT_RECLAIM', '__GFP_RECLAIM',
+]
+NS_NOT_SLEEPING = [
+    '__cond_resched', '__might_resched', 'add_wait_queue',
+    'add_wait_queue_exclusive', 'complete', 'complete_all', 'cond_resched',
+    'cond_resched_lock', 'cond_resched_rcu', 'down_read_trylock',
+    'down_trylock', 'down_write_trylock', 'fatal_signal_pending',
+    'freezing', 'kthread_should_stop', 'might_resched', 'mutex_trylock',
+    'mutex_unlock', 'raw_spin_lock', 'raw_spin_lock_irq',
+    'raw_spin_lock_irqsave', 'read_lock', 'release_sock',
+    'remove_wait_queue', 'signal_pending', 'spin_lock', 'spin_lock_bh',
+    'spin_lock_irq', 'spin_lock_irqsave', 'spin_unlock', 'spin_unlock_bh',
+    'spin_unlock_irq', 'spin_unlock_irqrestore', 'up', 'up_read',
+    'up_write', 'wait_woken', 'wake_up', 'wake_up_all',
+    'wake_up_interruptible', 'wake_up_process', 'woken_wake_function',
+    'write_lock',
+]
+NS_RESTORE = [
+    'schedule', 'io_schedule', 'schedule_preempt_disabled',
+    'schedule_timeout', 'schedule_timeout_interruptible',
+    'schedule_timeout_killable', 'schedule_timeout_uninterruptible',
+    'schedule_timeout_idle', 'io_schedule_timeout', 'schedule_hrtimeout',
+    'schedule_hrtimeout_range', 'freezable_schedule',
+    'freezable_schedule_timeout', 'freezable_schedule_unsafe',
+    'finish_wait', 'finish_swait', 'wait_woken', 'do_wait_intr',
+    'do_wait_intr_irq',
+]
+NS_WAITERS = {
+    'io_wait_event': (1, [
+   
+], ''),
+    'rcuwait_wait_event': (1, [
+   
+], ''),
+    'swait_event_exclusive': (1, [
+   
+], ''),
+    'swait_event_idle_exclusive': (1, [
+   
+], ''),
+    'swait_event_idle_timeout_exclusive': (1, [
+   
+], ''),
+    'swait_event_interruptible_exclusive': (1, [
+   
+], ''),
+    'swait_event_interruptible_timeout_exclusive': (1, [
+   
+], ''),
+    'swait_event_killable_exclusive': (1, [
+   
+], ''),
+    'swait_event_timeout_exclusive': (1, [
+   
+], ''),
+    'wait_event': (1, [
+   
+], ''),
+    'wait_event_cmd': (1, [2], ''),
+    'wait_event_exclusive_cmd': (1, [2], ''),
+    'wait_event_freezable': (1, [
+   
+], ''),
+    'wait_event_freezable_exclusive': (1, [
+   
+], ''),
+    'wait_event_freezable_timeout': (1, [
+   
+], ''),
+    'wait_event_hrtimeout': (1, [
+   
+], ''),
+    'wait_event_idle': (1, [
+   
+], ''),
+    'wait_event_idle_exclusive': (1, [
+   
+], ''),
+    'wait_event_idle_exclusive_timeout': (1, [
+   
+], ''),
+    'wait_event_idle_timeout': (1, [
+   
+], ''),
+    'wait_event_interruptible': (1, [
+   
+], ''),
+    'wait_event_interruptible_exclusive': (1, [
+   
+], ''),
+    'wait_event_interruptible_exclusive_locked': (1, [
+   
+], 'wq.lock'),
+    'wait_event_interruptible_exclusive_locked_irq': (1, [
+   
+], 'wq.lock'),
+    'wait_event_interruptible_hrtimeout': (1, [
+   
+], ''),
+    'wait_event_interruptible_lock_irq': (1, [
+   
+], 'lock'),
+    'wait_event_interruptible_lock_irq_cmd': (1, [3], 'lock'),
+    'wait_event_interruptible_lock_irq_timeout': (1, [
+   
+], 'lock'),
+    'wait_event_interruptible_locked': (1, [
+   
+], 'wq.lock'),
+    'wait_event_interruptible_locked_irq': (1, [
+   
+], 'wq.lock'),
+    'wait_event_interruptible_timeout': (1, [
+   
+], ''),
+    'wait_event_killable': (1, [
+   
+], ''),
+    'wait_event_killable_exclusive': (1, [
+   
+], ''),
+    'wait_event_killable_timeout': (1, [
+   
+], ''),
+    'wait_event_lock_irq': (1, [
+   
+], 'lock'),
+    'wait_event_lock_irq_cmd': (1, [3], 'lock'),
+    'wait_event_lock_irq_timeout': (1, [
+   
+], 'lock'),
+    'wait_event_state': (1, [
+   
+], ''),
+    'wait_event_timeout': (1, [
+   
+], ''),
+    'wait_var_event': (1, [
+   
+], ''),
+    'wait_var_event_interruptible': (1, [
+   
+], ''),
+    'wait_var_event_killable': (1, [
+   
+], ''),
+    'wait_var_event_timeout': (1, [
+   
+], ''),
+}
+# END GENERATED
+
+NS_RAW = os.environ.get("NESTSLEEP_RAW", "") not in ("", "0")
+NS_KEEP = None
+if os.environ.get("NESTSLEEP_POSITIONS"):
+    with open(os.environ["NESTSLEEP_POSITIONS"]) as fp:
+        NS_KEEP = set(l.strip() for l in fp if l.strip())
+if os.environ.get("NESTSLEEP_WAITERS"):
+    with open(os.environ["NESTSLEEP_WAITERS"]) as fp:
+        for k, v in json.load(fp).items():
+            NS_WAITERS[k] = (v["cond"], v["cmd"], v["locked"])
+NS_CARRIERS = set()
+if os.environ.get("NESTSLEEP_CARRIERS"):
+    with open(os.environ["NESTSLEEP_CARRIERS"]) as fp:
+        NS_CARRIERS = set(json.load(fp))
+NS_SETTERS = set(["set_current_state", "__set_current_state",
+                  "set_special_state", "prepare_to_wait",
+                  "prepare_to_wait_exclusive", "prepare_to_wait_event"])
+
+coccinelle.ns_recs = []
+
+def ns_is_waiter(w):
+    return w in NS_WAITERS
+
+def ns_is_carrier(g):
+    return g in NS_CARRIERS
+
+def ns_args(s):
+    out, cur, depth = [], "", 0
+    for c in s:
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        if c == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += c
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+def ns_gfp_blocks(g):
+    toks = set(g.replace("|", " ").replace("(", " ").replace(")", " ").split())
+    return any(t in toks for t in NS_BLOCKING_GFP)
+
+def ns_builtin(f, al):
+    # (group, effect) when f is a known sleeping primitive, else None
+    if f in NS_SLEEPERS:
+        return NS_SLEEPERS[f]
+    if f in NS_GFP_ARG:
+        a = ns_args(al)
+        i = NS_GFP_ARG[f]
+        if i < len(a) and ns_gfp_blocks(a[i]):
+            return ("gfp_alloc", "warns")
+    return None
+
+def ns_pos(p):
+    return "%s:%s:%s" % (p.file, p.line, p.column)
+
+def ns_record(shape, site, p0, f, p, al, kind, base, extra):
+    """Keep or drop one candidate call; True if it stays in the match."""
+    if f in NS_RESTORE or f in NS_SETTERS or f in NS_NOT_SLEEPING:
+        return False
+    rec = {"shape": shape, "site": site, "file": p0.file,
+           "line": int(p0.line), "col": int(p0.column),
+           "colend": int(p0.column_end), "func": p0.current_element,
+           "call": f, "kind": kind, "base": base,
+           "cline": int(p.line), "ccol": int(p.column), "args": al}
+    rec.update(extra)
+    if NS_RAW:
+        coccinelle.ns_recs.append(rec)
+        return False
+    if NS_KEEP is not None:
+        keep = ns_pos(p) in NS_KEEP
+    else:
+        b = None if kind != "call" else ns_builtin(f, al)
+        keep = b is not None
+        if keep:
+            rec["group"], rec["effect"] = b
+    if keep and NS_KEEP is None:
+        coccinelle.ns_recs.append(rec)
+    return keep
+
+// ---------------------------------------------------------------------------
+// Sites the kernel annotated as checked: sched_annotate_sleep() in the
+// condition itself.
+
+@annot@
+identifier w : script:python() { ns_is_waiter(w) };
+expression list es;
+position p0;
+@@
+
+w@p0(es, <+... sched_annotate_sleep() ...+>, ...)
+
+// ---------------------------------------------------------------------------
+// Shape 1: wait_event*() (and wrappers): calls in the condition, or in the
+// cmd that runs before schedule().
+
+@wc@
+identifier w : script:python() { ns_is_waiter(w) };
+identifier f;
+expression list[n] es;
+expression list al;
+expression E;
+position p0 != annot.p0;
+position p;
+@@
+
+w@p0(es, <+... \( f@p(al) \| E->f@p(...) \| E.f@p(...) \) ...+>, ...)
+
+@script:python@
+w << wc.w;
+f << wc.f;
+n << wc.n;
+p0 << wc.p0;
+p << wc.p;
+al << wc.al = "";
+E << wc.E = "";
+@@
+role = None
+cond, cmds, locked = NS_WAITERS[w]
+if int(n) == cond:
+    role = "cond"
+elif int(n) in cmds:
+    role = "cmd"
+if role is None or not ns_record("wait_event", w, p0[0], f, p[0], str(al),
+                                  "call" if not E else "member", str(E),
+                                  {"role": role, "locked": locked if role == "cond" else "",
+                                   "argn": int(n)}):
+    cocci.include_match(False)
+
+// ---------------------------------------------------------------------------
+// Shape 2: prepare_to_wait*() ... schedule(): calls in between.
+
+@pw exists@
+identifier ptw = {prepare_to_wait, prepare_to_wait_exclusive, prepare_to_wait_event};
+identifier r =~ "^(do_wait_intr|do_wait_intr_irq|finish_swait|finish_wait|freezable_schedule|freezable_schedule_timeout|freezable_schedule_unsafe|io_schedule|io_schedule_timeout|schedule|schedule_hrtimeout|schedule_hrtimeout_range|schedule_preempt_disabled|schedule_timeout|schedule_timeout_idle|schedule_timeout_interruptible|schedule_timeout_killable|schedule_timeout_uninterruptible|wait_woken)$"; // generated: state_restore
+identifier f;
+expression list al;
+expression E;
+position p0, p;
+@@
+
+ptw@p0(...)
+... when != r(...)
+    when != __set_current_state(TASK_RUNNING)
+    when != set_current_state(TASK_RUNNING)
+    when != sched_annotate_sleep()
+\( f@p(al) \| E->f@p(...) \| E.f@p(...) \)
+
+@script:python@
+ptw << pw.ptw;
+f << pw.f;
+p0 << pw.p0;
+p << pw.p;
+al << pw.al = "";
+E << pw.E = "";
+@@
+if not ns_record("prepare_to_wait", ptw, p0[0], f, p[0], str(al),
+                 "call" if not E else "member", str(E), {}):
+    cocci.include_match(False)
+
+// ---------------------------------------------------------------------------
+// Shape 3: set_current_state(TASK_*) ... schedule(): calls in between.
+
+@sc exists@
+identifier scs = {set_current_state, __set_current_state, set_special_state};
+identifier r =~ "^(do_wait_intr|do_wait_intr_irq|finish_swait|finish_wait|freezable_schedule|freezable_schedule_timeout|freezable_schedule_unsafe|io_schedule|io_schedule_timeout|schedule|schedule_hrtimeout|schedule_hrtimeout_range|schedule_preempt_disabled|schedule_timeout|schedule_timeout_idle|schedule_timeout_interruptible|schedule_timeout_killable|schedule_timeout_uninterruptible|wait_woken)$"; // generated: state_restore
+expression S;
+identifier f;
+expression list al;
+expression E;
+position p0, p;
+@@
+
+scs@p0(S)
+... when != r(...)
+    when != __set_current_state(TASK_RUNNING)
+    when != set_current_state(TASK_RUNNING)
+    when != sched_annotate_sleep()
+\( f@p(al) \| E->f@p(...) \| E.f@p(...) \)
+
+@script:python@
+scs << sc.scs;
+S << sc.S;
+f << sc.f;
+p0 << sc.p0;
+p << sc.p;
+al << sc.al = "";
+E << sc.E = "";
+@@
+if str(S).strip() == "TASK_RUNNING" or not ns_record(
+        "set_current_state", scs, p0[0], f, p[0], str(al),
+        "call" if not E else "member", str(E), {"state": str(S)}):
+    cocci.include_match(False)
+
+// ---------------------------------------------------------------------------
+// Shape 4: a helper that may return with the task still non-running (a
+// "carrier", found by the driver), then a call that may sleep before the
+// state is restored, possibly in the next iteration of a loop.
+
+@carry exists@
+identifier g : script:python() { ns_is_carrier(g) };
+identifier r =~ "^(do_wait_intr|do_wait_intr_irq|finish_swait|finish_wait|freezable_schedule|freezable_schedule_timeout|freezable_schedule_unsafe|io_schedule|io_schedule_timeout|schedule|schedule_hrtimeout|schedule_hrtimeout_range|schedule_preempt_disabled|schedule_timeout|schedule_timeout_idle|schedule_timeout_interruptible|schedule_timeout_killable|schedule_timeout_uninterruptible|wait_woken)$"; // generated: state_restore
+identifier f;
+expression list al;
+expression E;
+position p0, p;
+@@
+
+g@p0(...)
+... when != r(...)
+    when != __set_current_state(TASK_RUNNING)
+    when != set_current_state(TASK_RUNNING)
+    when != sched_annotate_sleep()
+\( f@p(al) \| E->f@p(...) \| E.f@p(...) \)
+
+@script:python@
+g << carry.g;
+f << carry.f;
+p0 << carry.p0;
+p << carry.p;
+al << carry.al = "";
+E << carry.E = "";
+@@
+if f == g or not ns_record("carried_state", g, p0[0], f, p[0], str(al),
+                           "call" if not E else "member", str(E), {}):
+    cocci.include_match(False)
+
+// ---------------------------------------------------------------------------
+// Context mode: mark the calls that may sleep.
+
+@depends on context && !org && !report@
+position any_p = {wc.p, pw.p, sc.p, carry.p};
+identifier f;
+expression E;
+@@
+
+(
+* f@any_p(...)
+|
+* E->f@any_p(...)
+|
+* E.f@any_p(...)
+)
+
+// ---------------------------------------------------------------------------
+// Function inventory, for the driver's parse-coverage figures only.
+
+@fninv depends on !context && !org && !report@
+identifier fn;
+position p;
+@@
+
+fn@p(...) { ... }
+
+@script:python@
+fn << fninv.fn;
+p << fninv.p;
+@@
+if NS_RAW:
+    coccinelle.ns_recs.append({"shape": "function", "file": p[0].file,
+                               "func": fn, "line": int(p[0].line)})
+
+// ---------------------------------------------------------------------------
+// Output: one line per wait site, its sleep paths grouped.
+
+@finalize:python@
+recs << merge.ns_recs;
+@@
+import json as ns_json
+ns_all = [r for part in recs for r in part]
+if NS_RAW:
+    for r in ns_all:
+        print("NESTSLEEP " + ns_json.dumps(r, sort_keys=True))
+elif report or org:
+    ns_sites = {}
+    for r in ns_all:
+        ns_sites.setdefault((r["file"], r["line"], r["col"], r["colend"]), []).append(r)
+    for key in sorted(ns_sites):
+        rs = sorted(ns_sites[key], key=lambda r: (r["cline"], r["ccol"]))
+        first = rs[0]
+        calls = []
+        for r in rs:
+            c = "%s() (%s, %s)" % (r["call"], r["group"], r["effect"])
+            if c not in calls:
+                calls.append(c)
+        where = {"wait_event": "in the %s of %s()" % (first.get("role", "condition") == "cmd" and "cmd" or "condition", first["site"]),
+                 "prepare_to_wait": "between %s() and schedule()" % first["site"],
+                 "set_current_state": "between %s(%s) and schedule()" % (first["site"], first.get("state", "")),
+                 "carried_state": "while the state set in %s() is still non-running" % first["site"]}[first["shape"]]
+        if first.get("locked"):
+            msg = "ERROR: sleep in atomic context: %s may sleep %s, which runs under spinlock %s" % (", ".join(calls), where, first["locked"])
+        else:
+            msg = "WARNING: nested sleep: %s may sleep %s (line %d)" % (", ".join(calls), where, first["cline"])
+        msg += " [confidence: moderate]"
+        if report:
+            print("%s:%s:%s-%s: %s" % (key[0], key[1], key[2], key[3], msg))
+        else:
+            print("* TODO [[view:%s::face=ovl-face1::linb=%s::colb=%s::cole=%s][%s]]" % (
+                key[0], key[1], key[2], key[3], msg.replace("[", "@(").replace("]", ")")))

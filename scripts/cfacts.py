@@ -1,0 +1,412 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Per-file facts for nestsleep's whole-tree analysis, from a light C tokenizer.
+
+Coccinelle matches the wait sites (cocci/nested_sleep.cocci); this module only
+extracts what the interprocedural summary needs from the files that define
+callees, cheaply and without dropping functions spatch cannot parse:
+
+  functions  name -> line, static, calls (name, line, kind, base, args),
+             local struct types, sched_annotate_sleep() line, and whether the
+             function may return with the task in a non-running state
+  macros     function-like #defines: parameters and the calls in the body
+  structs    struct name -> {field: struct type}
+  ops        (struct type or None, member, function) from initializers and
+             assignments, for calls through function pointers
+
+The facts depend only on the file's bytes, so they are cached by content hash.
+"""
+
+import re
+
+FACTS_VERSION = 3
+
+_TOKEN = re.compile(r"""
+	(?P<nl>\n)
+	|(?P<ws>[ \t\r\f\v]+)
+	|(?P<id>[A-Za-z_]\w*)
+	|(?P<num>\.?\d[\w.]*)
+	|(?P<op>->|\+\+|--|<<=|>>=|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^]=|\.\.\.|[{}()\[\];,.<>=!~?:+\-*/%&|^\#])
+	|(?P<other>.)
+""", re.X)
+
+_COMMENT_STR = re.compile(r"""
+	/\*.*?\*/
+	|//[^\n]*
+	|"(?:\\.|[^"\\\n])*"
+	|'(?:\\.|[^'\\\n])*'
+""", re.X | re.S)
+
+_PP = re.compile(r"[ \t]*#")
+
+KEYWORDS = frozenset("""
+	if while for switch return sizeof typeof __typeof__ __typeof do else case
+	goto break continue default struct union enum static inline const volatile
+	__attribute__ asm __asm__ volatile defined _Static_assert static_assert
+	__builtin_expect likely unlikely __same_type __alignof__ alignof offsetof
+	__builtin_constant_p __is_constexpr
+""".split())
+
+ANNOTATIONS = frozenset("""
+	__acquires __releases __must_hold __attribute__ __printf __scanf
+	__cond_lock __no_sanitize_address __diag_ignore __alloc_size __malloc
+	__section __aligned __weak __init __exit __cold __always_inline
+	__must_check noinline notrace __used __maybe_unused __visible
+""".split())
+
+STATE_SETTERS = frozenset(["set_current_state", "__set_current_state",
+			   "set_special_state", "prepare_to_wait",
+			   "prepare_to_wait_exclusive", "prepare_to_wait_event"])
+
+
+def _blank(m):
+	"""Replace a comment or literal by spaces, keeping newlines (line numbers)."""
+	s = m.group(0)
+	nl = "\n" * s.count("\n")
+	if s[0] in "\"'":
+		return s[0] + s[0] + nl
+	return " " + nl
+
+
+def tokenize(text):
+	"""Return a list of (kind, value, line) for C source text.
+
+	Preprocessor lines become one ('pp', text, line) token each, with
+	continuation lines joined; string and character literals become
+	('str', '""', line)."""
+	text = _COMMENT_STR.sub(_blank, text)
+	toks = []
+	line = 1
+	pos = 0
+	n = len(text)
+	at_bol = True
+	while pos < n:
+		if at_bol:
+			m = _PP.match(text, pos)
+			if m:
+				end = pos
+				start_line = line
+				while True:
+					e = text.find("\n", end)
+					if e < 0:
+						e = n
+					if e > 0 and text[e - 1] == "\\" and e < n:
+						end = e + 1
+						line += 1
+						continue
+					break
+				toks.append(("pp", text[pos:e], start_line))
+				pos = e
+				continue
+		m = _TOKEN.match(text, pos)
+		kind = m.lastgroup
+		val = m.group(kind)
+		pos = m.end()
+		if kind == "nl":
+			line += 1
+			at_bol = True
+			continue
+		if kind == "ws":
+			continue
+		at_bol = False
+		if kind == "other":
+			if val in "\"'":
+				kind = "str"
+			else:
+				continue
+		toks.append((kind if kind != "num" else "num", val, line))
+	return toks
+
+
+def _match_close(toks, i, open_, close):
+	"""Index of the token closing the bracket at toks[i], or len(toks)."""
+	depth = 0
+	for j in range(i, len(toks)):
+		v = toks[j][1]
+		if toks[j][0] != "op":
+			continue
+		if v == open_:
+			depth += 1
+		elif v == close:
+			depth -= 1
+			if depth == 0:
+				return j
+	return len(toks)
+
+
+def _match_open(toks, i, open_, close):
+	depth = 0
+	for j in range(i, -1, -1):
+		v = toks[j][1]
+		if toks[j][0] != "op":
+			continue
+		if v == close:
+			depth += 1
+		elif v == open_:
+			depth -= 1
+			if depth == 0:
+				return j
+	return -1
+
+
+def _text(toks):
+	out = []
+	prev = None
+	for k, v, _ in toks:
+		if prev is not None and (prev[0] in ("id", "num") and k in ("id", "num")):
+			out.append(" ")
+		out.append(v)
+		prev = (k, v)
+	return "".join(out)
+
+
+def split_args(toks, lp, rp):
+	"""Split the tokens between parentheses lp..rp at top-level commas."""
+	args, cur, depth = [], [], 0
+	for t in toks[lp + 1:rp]:
+		if t[0] == "op" and t[1] in "([{":
+			depth += 1
+		elif t[0] == "op" and t[1] in ")]}":
+			depth -= 1
+		if depth == 0 and t[0] == "op" and t[1] == ",":
+			args.append(cur)
+			cur = []
+		else:
+			cur.append(t)
+	if cur or args:
+		args.append(cur)
+	return args
+
+
+def _base_text(toks, i):
+	"""Text of the expression before '->' or '.' at toks[i] (e.g. 'rb->access')."""
+	j = i - 1
+	while j >= 0:
+		k, v, _ = toks[j]
+		if k == "id":
+			if j - 1 >= 0 and toks[j - 1][1] in ("->", "."):
+				j -= 2
+				continue
+			break
+		if v == "]":
+			j = _match_open(toks, j, "[", "]") - 1
+			continue
+		if v == ")":
+			o = _match_open(toks, j, "(", ")")
+			if o > 0 and toks[o - 1][0] == "id" and toks[o - 1][1] not in KEYWORDS:
+				j = o - 1
+				if j - 1 >= 0 and toks[j - 1][1] in ("->", "."):
+					j -= 2
+					continue
+				break
+			j = o
+			break
+		return ""
+	j = max(j, 0)
+	return _text(toks[j:i])
+
+
+_LOCAL_DECL = re.compile(r"\bstruct\s+(\w+)\s*(\*+\s*(?:const\s+)?)?(\w+)\s*(?=[;,=)\[])")
+
+
+def calls_in(toks, lo, hi, want_args):
+	"""Calls in toks[lo:hi]: dicts with name, line, kind, base, args."""
+	out = []
+	for i in range(lo, hi):
+		k, v, ln = toks[i]
+		if k != "id" or i + 1 >= hi or toks[i + 1][1] != "(":
+			continue
+		if v in KEYWORDS:
+			continue
+		prev = toks[i - 1][1] if i > 0 else ""
+		call = {"name": v, "line": ln}
+		if prev in ("->", "."):
+			call["kind"] = "arrow" if prev == "->" else "dot"
+			call["base"] = _base_text(toks, i - 1)
+		elif i >= 1 and toks[i - 1][0] == "id" and toks[i - 1][1] not in KEYWORDS \
+				and prev not in ("return", "else"):
+			# 'int foo(' inside a body: a declaration, not a call
+			continue
+		if v in ("guard", "scoped_guard"):
+			rp = _match_close(toks, i + 1, "(", ")")
+			a = split_args(toks, i + 1, rp)
+			if a and a[0]:
+				call["guard"] = _text(a[0])
+		if want_args(v):
+			rp = _match_close(toks, i + 1, "(", ")")
+			call["args"] = [_text(a)[:200] for a in split_args(toks, i + 1, rp)]
+		out.append(call)
+	return out
+
+
+def _state_arg_running(toks, i):
+	rp = _match_close(toks, i + 1, "(", ")")
+	txt = _text(toks[i + 2:rp])
+	return txt.strip() == "TASK_RUNNING", rp
+
+
+def returns_nonrunning(toks, lo, hi, restore):
+	"""Linear approximation: after a call that sets a non-running state, is a
+	'return' (or the end of the function) reached before the state is restored
+	(schedule*(), finish_wait(), __set_current_state(TASK_RUNNING), ...)?"""
+	armed = None
+	i = lo
+	while i < hi:
+		k, v, ln = toks[i]
+		if k == "id" and i + 1 < hi and toks[i + 1][1] == "(":
+			if v in STATE_SETTERS:
+				running, rp = _state_arg_running(toks, i) if "state" in v else (False, i)
+				if running:
+					armed = None
+				elif v.startswith("prepare_to_wait"):
+					# prepare_to_wait(wq, &w, state): third argument
+					rp = _match_close(toks, i + 1, "(", ")")
+					a = split_args(toks, i + 1, rp)
+					if len(a) < 3 or _text(a[-1]) != "TASK_RUNNING":
+						armed = ln
+				else:
+					armed = ln
+			elif v in restore:
+				armed = None
+		elif k == "id" and v == "return" and armed is not None:
+			return armed
+		i += 1
+	return armed
+
+
+def extract(text, want_args=lambda name: False, restore=frozenset()):
+	"""All facts of one C file (see module doc)."""
+	toks = tokenize(text)
+	funcs, macros, structs, ops = {}, {}, {}, []
+	n = len(toks)
+	depth = 0
+	stmt_start = 0
+	i = 0
+	while i < n:
+		k, v, ln = toks[i]
+		if k == "pp":
+			m = re.match(r"\s*#\s*define\s+(\w+)\(([^)]*)\)(.*)", v, re.S)
+			if m:
+				body = m.group(3).replace("\\\n", " \n")
+				btoks = tokenize(body)
+				for t in range(len(btoks)):
+					btoks[t] = (btoks[t][0], btoks[t][1], ln + btoks[t][2] - 1)
+				params = [p.strip() for p in m.group(2).split(",") if p.strip()]
+				macros[m.group(1)] = {
+					"line": ln, "params": params,
+					"calls": calls_in(btoks, 0, len(btoks),
+							  lambda nm: True),
+					"annotate": any(t[1] == "sched_annotate_sleep" for t in btoks),
+					"body": _text(btoks)[:2000],
+				}
+			i += 1
+			continue
+		if k == "op" and v == "{":
+			if depth == 0:
+				name, is_static, lo = _def_name(toks, i, stmt_start)
+				close = _match_close(toks, i, "{", "}")
+				if name:
+					body_calls = calls_in(toks, i + 1, close, want_args)
+					ann = None
+					for c in body_calls:
+						if c["name"] == "sched_annotate_sleep":
+							ann = c["line"]
+							break
+					decl_txt = _text(toks[lo:close])
+					local = {}
+					for dm in _LOCAL_DECL.finditer(decl_txt):
+						local[dm.group(3)] = dm.group(1) + ("*" if dm.group(2) else "")
+					funcs[name] = {
+						"line": toks[i][2], "def_line": _name_line(toks, lo, i, name),
+						"static": is_static, "calls": body_calls, "annotate": ann,
+						"locals": local, "end": toks[close - 1][2] if close < n else ln,
+						"carry": returns_nonrunning(toks, i + 1, close, restore),
+					}
+				else:
+					_aggregate(toks, i, close, stmt_start, structs, ops)
+				i = close + 1
+				stmt_start = i
+				continue
+		if k == "op" and v == ";" and depth == 0:
+			stmt_start = i + 1
+		i += 1
+	# assignments of functions to members anywhere: x->m = f; x.m = f;
+	for j in range(2, n - 2):
+		if toks[j][1] == "=" and toks[j - 1][0] == "id" and toks[j - 2][1] in ("->", ".") \
+				and toks[j + 1][0] == "id" and toks[j + 2][1] in (";", ","):
+			ops.append([None, toks[j - 1][1], toks[j + 1][1], toks[j][2]])
+	return {"version": FACTS_VERSION, "functions": funcs, "macros": macros,
+		"structs": structs, "ops": ops}
+
+
+def _name_line(toks, lo, brace, name):
+	for j in range(lo, brace):
+		if toks[j][1] == name:
+			return toks[j][2]
+	return toks[brace][2]
+
+
+def _def_name(toks, brace, stmt_start):
+	"""If '{' at toks[brace] opens a function body, return its name."""
+	j = brace - 1
+	while j >= stmt_start:
+		if toks[j][1] == ")":
+			o = _match_open(toks, j, "(", ")")
+			if o <= stmt_start or toks[o - 1][0] != "id":
+				return None, False, stmt_start
+			nm = toks[o - 1][1]
+			if nm in ANNOTATIONS or nm.startswith("__"+"attribute"):
+				j = o - 2
+				continue
+			if nm in KEYWORDS:
+				return None, False, stmt_start
+			head = [t[1] for t in toks[stmt_start:o - 1]]
+			if "=" in head or "struct" in head and head[-1:] == ["struct"]:
+				return None, False, stmt_start
+			return nm, ("static" in head), stmt_start
+		if toks[j][0] == "id" and toks[j][1] in ANNOTATIONS | {"__init", "__exit", "__sched"}:
+			j -= 1
+			continue
+		if toks[j][0] == "id" and toks[j][1].isupper():
+			j -= 1
+			continue
+		return None, False, stmt_start
+	return None, False, stmt_start
+
+
+def _aggregate(toks, brace, close, stmt_start, structs, ops):
+	"""struct definitions and struct initializers at file scope."""
+	head = toks[stmt_start:brace]
+	hv = [t[1] for t in head]
+	if len(hv) >= 2 and hv[-2] == "struct" and head[-1][0] == "id":
+		sname = hv[-1]
+		fields = {}
+		body = toks[brace + 1:close]
+		txt = _text(body)
+		for fm in re.finditer(r"\bstruct\s+(\w+)\s*\*+\s*(?:const\s+)?(\w+)\s*;", txt):
+			fields[fm.group(2)] = fm.group(1)
+		for fm in re.finditer(r"\(\s*\*\s*(\w+)\s*\)\s*\(", txt):
+			fields.setdefault(fm.group(1), "()")
+		structs[sname] = fields
+		return
+	if "=" in hv and "struct" in hv:
+		si = hv.index("struct")
+		if si + 1 < len(hv):
+			sname = hv[si + 1]
+			_initializer(toks, brace, close, sname, ops)
+
+
+def _initializer(toks, lo, hi, sname, ops):
+	depth = 0
+	for j in range(lo, hi):
+		v = toks[j][1]
+		if v == "{":
+			depth += 1
+		elif v == "}":
+			depth -= 1
+		elif v == "." and j + 3 < hi and toks[j + 1][0] == "id" and toks[j + 2][1] == "=":
+			# only the struct's own members: depth 1 (plain) or 2 (array of structs)
+			val = j + 3
+			if toks[val][1] == "&":
+				val += 1
+			if toks[val][0] == "id" and toks[val + 1][1] in (",", "}"):
+				ops.append([sname, toks[j + 1][1], toks[val][1], toks[j][2]])

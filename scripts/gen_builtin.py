@@ -1,0 +1,117 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Generate the built-in knowledge of cocci/*.cocci from cocci/sleep_info.json.
+
+The .cocci files must also work alone, under the kernel's own coccicheck, so
+they carry a copy of the sleeping primitives.  This script writes that copy
+between the BEGIN/END GENERATED markers and into the lines tagged
+'// generated: state_restore'.  With --check it only reports whether the
+files agree with the data (exit 1 if not); 'make check' runs that.
+"""
+
+import json
+import os
+import re
+import sys
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def load(path=None):
+	with open(path or os.path.join(TOP, "cocci", "sleep_info.json")) as f:
+		return json.load(f)
+
+
+def tables(info):
+	sleepers, gfp, not_sleeping = {}, {}, []
+	for g in info["groups"]:
+		for fn in g.get("functions", []):
+			sleepers[fn] = (g["name"], g["effect"])
+		for fn, idx in g.get("gfp_arg", {}).items():
+			gfp[fn] = idx
+	for g in info["not_sleeping"]:
+		not_sleeping.extend(g["functions"])
+	waiters = {}
+	for name, w in info["waiters"]["table"].items():
+		waiters[name] = (w["cond"], w["cmd"], w["locked"])
+	return {
+		"NS_SLEEPERS": sleepers,
+		"NS_GFP_ARG": gfp,
+		"NS_BLOCKING_GFP": list(info["blocking_gfp"]),
+		"NS_NOT_SLEEPING": sorted(set(not_sleeping)),
+		"NS_RESTORE": list(info["state_restore"]["functions"]),
+		"NS_WAITERS": waiters,
+	}
+
+
+def py_literal(v):
+	"""A stable, line-wrapped Python literal."""
+	if isinstance(v, dict):
+		items = ["    %r: %s," % (k, py_literal(v[k])) for k in sorted(v)]
+		return "{\n" + "\n".join(items) + "\n}"
+	if isinstance(v, list):
+		if all(isinstance(x, str) for x in v):
+			lines, cur = [], "   "
+			for x in v:
+				item = " %r," % x
+				if len(cur) + len(item) > 76:
+					lines.append(cur)
+					cur = "   "
+				cur += item
+			lines.append(cur)
+			return "[\n" + "\n".join(lines) + "\n]"
+		return repr(v)
+	if isinstance(v, tuple):
+		return "(" + ", ".join(py_literal(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+	return repr(v)
+
+
+def render(info):
+	t = tables(info)
+	out = []
+	for k in ("NS_SLEEPERS", "NS_GFP_ARG", "NS_BLOCKING_GFP", "NS_NOT_SLEEPING", "NS_RESTORE", "NS_WAITERS"):
+		out.append("%s = %s" % (k, py_literal(t[k])))
+	return "\n".join(out) + "\n"
+
+
+BEGIN = "# BEGIN GENERATED from cocci/sleep_info.json by scripts/gen_builtin.py; do not edit\n"
+END = "# END GENERATED\n"
+RESTORE_LINE = re.compile(r'^(identifier \w+ =~ ")[^"]*(";\s*// generated: state_restore)$', re.M)
+
+
+def regenerate(text, info):
+	b = text.index(BEGIN) + len(BEGIN)
+	e = text.index(END)
+	text = text[:b] + render(info) + text[e:]
+	names = sorted(set(info["state_restore"]["functions"]))
+	regex = "^(" + "|".join(names) + ")$"
+	return RESTORE_LINE.sub(lambda m: m.group(1) + regex + m.group(2), text)
+
+
+def main(argv):
+	check = "--check" in argv
+	info = load()
+	bad = 0
+	for name in sorted(os.listdir(os.path.join(TOP, "cocci"))):
+		if not name.endswith(".cocci"):
+			continue
+		path = os.path.join(TOP, "cocci", name)
+		with open(path) as f:
+			old = f.read()
+		if BEGIN not in old:
+			continue
+		new = regenerate(old, info)
+		if new == old:
+			continue
+		if check:
+			print("cocci/%s: built-in knowledge differs from cocci/sleep_info.json; run scripts/gen_builtin.py" % name, file=sys.stderr)
+			bad += 1
+		else:
+			with open(path, "w") as f:
+				f.write(new)
+			print("regenerated cocci/%s" % name, file=sys.stderr)
+	return 1 if bad else 0
+
+
+if __name__ == "__main__":
+	sys.exit(main(sys.argv[1:]))
