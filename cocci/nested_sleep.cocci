@@ -157,7 +157,6 @@ NS_SLEEPERS = {
     'swait_event_idle_timeout_exclusive': ('wait_event_nocheck', 'silent'),
     'swait_event_interruptible_exclusive': ('wait_event_nocheck', 'silent'),
     'swait_event_interruptible_timeout_exclusive': ('wait_event_nocheck', 'silent'),
-    'swait_event_killable_exclusive': ('wait_event_nocheck', 'silent'),
     'swait_event_timeout_exclusive': ('wait_event_nocheck', 'silent'),
     'synchronize_irq': ('rcu', 'warns'),
     'synchronize_net': ('rcu', 'warns'),
@@ -350,9 +349,6 @@ NS_WAITERS = {
    
 ], ''),
     'swait_event_interruptible_timeout_exclusive': (1, [
-   
-], ''),
-    'swait_event_killable_exclusive': (1, [
    
 ], ''),
     'swait_event_timeout_exclusive': (1, [

@@ -50,17 +50,14 @@ MAX_CANDIDATES = 12    # definitions of one name we are willing to consider
 MAX_FANOUT = 8         # targets of one function pointer
 DEFAULT_COCCI = os.path.join(TOP, "cocci", "nested_sleep.cocci")
 
-WAIT_TOKENS = re.compile(
-	rb"\b(?:\w*wait_event\w*|prepare_to_wait\w*|set_current_state|"
-	rb"__set_current_state|set_special_state|rcuwait_wait_event|"
-	rb"wait_var_event\w*)\s*\(")
 DEF_LINE = re.compile(
 	rb"^(?:[A-Za-z_][^\n;(]*?)?\b([A-Za-z_]\w*)[ \t]*\([^\n;]*$"
 	rb"|^#[ \t]*define[ \t]+([A-Za-z_]\w*)\("
 	rb"|^(?:typedef[ \t]+)?struct[ \t]+(\w+)[ \t]*\{", re.M)
-INIT_STRUCT = re.compile(rb"\bstruct\s+(\w+)\s+[\w\s]*?\w+\s*(?:\[[^\]]*\]\s*)?=\s*\{")
-INIT_MEMBER = re.compile(rb"^\s*\.(\w+)\s*=\s*&?[A-Za-z_]\w*\s*,?\s*$", re.M)
-STATE_TOKENS = re.compile(rb"\b(?:set_current_state|__set_current_state|set_special_state|prepare_to_wait\w*)\s*\(")
+INIT_STRUCT = re.compile(rb"struct\s+(\w+)\s[^=;{}()\n]*=\s*\{")
+INIT_MEMBER = re.compile(rb"^[ \t]*\.(\w+)[ \t]*=[ \t]*&?[A-Za-z_]\w*[ \t]*,?[ \t]*$", re.M)
+WAIT_WORDS = (b"wait_event", b"prepare_to_wait", b"set_current_state", b"set_special_state", b"wait_var_event")
+STATE_WORDS = (b"set_current_state", b"set_special_state", b"prepare_to_wait")
 SKIP_DIRS = ("tools/", "scripts/", "samples/", "Documentation/", "usr/")
 
 
@@ -192,9 +189,9 @@ def _scan_one(path):
 	inits = sorted(set(s.decode() for s in INIT_STRUCT.findall(data)))
 	members = sorted(set(s.decode() for s in INIT_MEMBER.findall(data))) if inits else []
 	flags = 0
-	if WAIT_TOKENS.search(data):
+	if any(w in data for w in WAIT_WORDS):
 		flags |= 1
-	if STATE_TOKENS.search(data):
+	if any(w in data for w in STATE_WORDS):
 		flags |= 2
 	if b"#define" in data or b"# define" in data:
 		flags |= 4
@@ -381,7 +378,8 @@ def derive_waiters(kn, facts, files):
 				if w.get("cmd_arg") is not None and w["cmd_arg"] < len(args):
 					text = args[w["cmd_arg"]]
 					before = re.split(r"\b(?:%s)\s*\(" % "|".join(sorted(kn.restore)), text)[0]
-					cmd_args.append(before)
+					# the lock dropped around schedule() is not a command
+					cmd_args.append(re.sub(r"\b(?:raw_)?spin_unlock\w*\s*\([^;]*?\)\s*;", "", before))
 					if re.match(r"\s*(raw_)?spin_unlock", text):
 						lk = re.match(r"\s*(?:raw_)?spin_unlock\w*\(\s*&?\s*([^)]*)\)", text)
 						ltoks = set(re.findall(r"\w+", lk.group(1) if lk else ""))
@@ -835,7 +833,7 @@ def analyse(a, ext):
 				carriers.add(name)
 	carriers -= set(kn.sleepers) | set(waiters) | set(kn.restore)
 	times["waiters"] = time.time() - t
-	extra = sorted(n for n in waiters if not WAIT_TOKENS.search(n.encode() + b"("))
+	extra = sorted(n for n in waiters if not any(w in n.encode() for w in WAIT_WORDS))
 	if extra:
 		pat = re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, extra)))
 		for rel in tree.files:

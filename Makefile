@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# nestsleep: find and fix nested sleeps in Linux kernel wait loops.
+#
+#   make coccicheck [MODE=report|context|org] [KDIR=] [M=] [COCCI=] [J=] [V=1]
+#                   [SPFLAGS=] [DEBUG_FILE=]
+#   make check      run the whole test suite
+#   make setup      install the Debian packages and unpack the kernel tree
+#
+# The knobs mean what they mean for the kernel's own 'make coccicheck'.
+
+PYTHON      := /usr/bin/python3
+NESTSLEEP_CACHE ?= $(HOME)/.cache/nestsleep
+export NESTSLEEP_CACHE
+KDIR        ?= $(NESTSLEEP_CACHE)/linux-source-6.1
+MODE        ?= report
+M           ?=
+COCCI       ?=
+J           ?= $(shell nproc 2>/dev/null || echo 1)
+V           ?= 0
+SPFLAGS     ?=
+DEBUG_FILE  ?=
+TIMEOUT     ?= 200
+
+# Set-up is skipped for a user-supplied KDIR only as far as the tree goes.
+ifeq ($(origin KDIR),file)
+SETUP_FLAGS :=
+else
+SETUP_FLAGS := --no-tree
+endif
+
+.PHONY: all help setup coccicheck check test-fast clean-cache
+
+all: help
+
+help:
+	@echo 'nestsleep targets:'
+	@echo '  coccicheck  - find nested sleeps (MODE=report|context|org, KDIR=, M=, COCCI=, J=, V=1, SPFLAGS=, DEBUG_FILE=)'
+	@echo '  check       - run the test suite (fixtures, unit tests, real-tree checks)'
+	@echo '  setup       - install Debian packages and unpack linux-source-6.1 into $(NESTSLEEP_CACHE)'
+	@echo '  clean-cache - drop the cached knowledge (not the kernel tree)'
+
+setup:
+	@bash scripts/setup.sh $(SETUP_FLAGS)
+
+coccicheck: setup
+	@$(PYTHON) scripts/nestsleep.py --kdir "$(KDIR)" --mode "$(MODE)" --m "$(M)" \
+		--cocci "$(COCCI)" --spflags "$(SPFLAGS)" --debug-file "$(DEBUG_FILE)" \
+		-j "$(J)" -v "$(V)" --timeout "$(TIMEOUT)"
+
+check:
+	@bash scripts/setup.sh
+	@$(PYTHON) scripts/run_tests.py
+
+test-fast:
+	@$(PYTHON) scripts/run_tests.py --fast
+
+clean-cache:
+	rm -rf "$(NESTSLEEP_CACHE)/index" "$(NESTSLEEP_CACHE)"/facts-* "$(NESTSLEEP_CACHE)"/match-*

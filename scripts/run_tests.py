@@ -1,0 +1,212 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""nestsleep's test runner ('make check').
+
+Tests are found from their expected-output files, as in Coccinelle's own
+test suite:
+
+  fixtures/report/NAME.report   expected report lines for NAME.c (copied
+                                alone into an empty tree) or for the tree
+                                NAME/; NAME_failure.* are known limitations
+  scripts/test_*.py             unit tests (unittest), one result per test
+  fixtures/realtree/*.json      checks on the real linux-source-6.1 tree
+
+Every test runs under a time limit.  The last line is 'N passed, N failed'.
+"""
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PY = "/usr/bin/python3"
+NESTSLEEP = os.path.join(TOP, "scripts", "nestsleep.py")
+CACHE = os.environ.get("NESTSLEEP_CACHE", os.path.expanduser("~/.cache/nestsleep"))
+KTREE = os.path.join(CACHE, "linux-source-6.1")
+FIXTURE_TIMEOUT = 120
+
+
+class Results:
+	def __init__(self):
+		self.passed, self.failed, self.known, self.fixed = [], [], [], []
+
+	def add(self, name, ok, secs, detail="", known=False):
+		if known:
+			if ok:
+				self.fixed.append(name)
+				self.passed.append(name)
+				tag = "PASS (marked _failure, but passed)"
+			else:
+				self.known.append(name)
+				self.passed.append(name)
+				tag = "KNOWN TO FAIL"
+		elif ok:
+			self.passed.append(name)
+			tag = "ok"
+		else:
+			self.failed.append(name)
+			tag = "FAIL"
+		print("%-58s %s (%.1fs)" % (name, tag, secs), flush=True)
+		if detail and (not ok or known):
+			for line in detail.rstrip().splitlines()[:40]:
+				print("    " + line)
+
+
+def run_tool(kdir, extra=(), timeout=FIXTURE_TIMEOUT, cache=None):
+	env = dict(os.environ, NESTSLEEP_CACHE=cache or os.path.join(CACHE, "test-cache"))
+	cmd = [PY, NESTSLEEP, "--kdir", kdir, "-j", "2"] + list(extra)
+	return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def report_fixtures(res, only):
+	for exp in sorted(glob.glob(os.path.join(TOP, "fixtures", "report", "*.report"))):
+		name = os.path.basename(exp)[:-len(".report")]
+		if only and only not in name:
+			continue
+		base = exp[:-len(".report")]
+		known = name.endswith("_failure")
+		t = time.time()
+		tmp = None
+		try:
+			if os.path.isdir(base):
+				kdir = base
+			elif os.path.isfile(base + ".c"):
+				tmp = tempfile.mkdtemp(prefix="nestsleep-fx-")
+				shutil.copy(base + ".c", tmp)
+				kdir = tmp
+			else:
+				res.add("report/" + name, False, 0, "no %s.c or %s/ for %s" % (name, name, exp))
+				continue
+			proc = run_tool(kdir)
+			with open(exp) as f:
+				want = sorted(l.rstrip("\n") for l in f if l.strip())
+			got = sorted(l for l in proc.stdout.splitlines() if l.strip())
+			ok = proc.returncode == 0 and want == got and "Traceback" not in proc.stderr
+			detail = ""
+			if not ok:
+				missing = [l for l in want if l not in got]
+				extra = [l for l in got if l not in want]
+				detail = "exit %d\n" % proc.returncode
+				detail += "".join("missing: %s\n" % l for l in missing)
+				detail += "".join("unexpected: %s\n" % l for l in extra)
+				if proc.returncode != 0 or "Traceback" in proc.stderr:
+					detail += proc.stderr[-2000:]
+			res.add("report/" + name, ok, time.time() - t, detail, known)
+		except subprocess.TimeoutExpired:
+			res.add("report/" + name, False, time.time() - t, "timed out", known)
+		finally:
+			if tmp:
+				shutil.rmtree(tmp, ignore_errors=True)
+
+
+def unit_tests(res, only):
+	loader = unittest.TestLoader()
+	sys.path.insert(0, os.path.join(TOP, "scripts"))
+	suite = unittest.TestSuite()
+	for path in sorted(glob.glob(os.path.join(TOP, "scripts", "test_*.py"))):
+		mod = os.path.basename(path)[:-3]
+		suite.addTests(loader.loadTestsFromName(mod))
+
+	def flatten(s):
+		for t in s:
+			if isinstance(t, unittest.TestSuite):
+				yield from flatten(t)
+			else:
+				yield t
+	for test in flatten(suite):
+		name = "unit/" + test.id().split(".", 1)[-1]
+		if only and only not in name:
+			continue
+		r = unittest.TestResult()
+		t = time.time()
+		test.run(r)
+		problems = r.failures + r.errors
+		detail = "\n".join(p[1] for p in problems)
+		if r.skipped:
+			print("%-58s SKIP (%s)" % (name, r.skipped[0][1]))
+			continue
+		res.add(name, not problems, time.time() - t, detail)
+
+
+def realtree_checks(res, only):
+	"""Functions already fixed upstream must not be reported."""
+	for spec_path in sorted(glob.glob(os.path.join(TOP, "fixtures", "realtree", "*.json"))):
+		name = "realtree/" + os.path.basename(spec_path)[:-5]
+		if only and only not in name:
+			continue
+		with open(spec_path) as f:
+			spec = json.load(f)
+		t = time.time()
+		if not os.path.isfile(os.path.join(KTREE, "Makefile")):
+			res.add(name, False, 0, "no kernel tree at %s (run make setup)" % KTREE)
+			continue
+		out_json = tempfile.mktemp(prefix="nestsleep-rt-", suffix=".json")
+		try:
+			proc = run_tool(KTREE, ["--only"] + spec["files"] + ["--json", out_json],
+					timeout=spec.get("timeout", 1200), cache=CACHE)
+			detail = ""
+			ok = proc.returncode == 0 and os.path.exists(out_json)
+			if ok:
+				with open(out_json) as f:
+					data = json.load(f)
+				bad = [fd for fd in data["findings"] if fd["function"] in spec["must_not_report"]]
+				for fd in data["findings"]:
+					with open(os.path.join(KTREE, fd["file"]), errors="replace") as src:
+						text = src.read().splitlines()[fd["line"] - 1]
+					if any(s in text for s in spec.get("must_not_report_lines_containing", [])) and fd not in bad:
+						bad.append(fd)
+				for fd in bad:
+					detail += "reported a fixed site: %s:%d %s\n" % (fd["file"], fd["line"], fd["message"])
+				for want in spec.get("must_report", []):
+					if not any(fd["file"] == want["file"] and want["chain_contains"] in fd["chain"]
+						   for fd in data["findings"]):
+						detail += "missed the positive control in %s (%s)\n" % (want["file"], want["chain_contains"])
+				cov = data["coverage"]
+				if cov["failed"] or cov["timeout"]:
+					detail += "note: parse failures %s, timeouts %s\n" % (cov["failed"], cov["timeout"])
+				ok = not bad and "missed" not in detail
+				detail += "findings in these files: %d\n" % len(data["findings"])
+			else:
+				detail = proc.stderr[-3000:]
+			res.add(name, ok, time.time() - t, detail)
+		except subprocess.TimeoutExpired:
+			res.add(name, False, time.time() - t, "timed out")
+		finally:
+			if os.path.exists(out_json):
+				os.unlink(out_json)
+
+
+def main(argv):
+	ap = argparse.ArgumentParser()
+	ap.add_argument("--fast", action="store_true", help="skip the real-tree checks")
+	ap.add_argument("--only", default="", help="run tests whose name contains this")
+	a = ap.parse_args(argv)
+	res = Results()
+	t0 = time.time()
+	for stage, fn in (("unit", unit_tests), ("report fixtures", report_fixtures), ("real tree", realtree_checks)):
+		if a.fast and stage == "real tree":
+			continue
+		t = time.time()
+		print("== %s" % stage, flush=True)
+		fn(res, a.only)
+		print("== %s: %.1fs" % (stage, time.time() - t), flush=True)
+	if res.known:
+		print("known to fail: %s" % ", ".join(res.known))
+	if res.fixed:
+		print("WARNING: marked as failures, but did not fail: %s" % ", ".join(res.fixed))
+	if res.failed:
+		print("failed: %s" % ", ".join(res.failed))
+	print("total %.1fs" % (time.time() - t0))
+	print("%d passed, %d failed" % (len(res.passed), len(res.failed)))
+	return 1 if res.failed else 0
+
+
+if __name__ == "__main__":
+	sys.exit(main(sys.argv[1:]))

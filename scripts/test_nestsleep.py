@@ -1,0 +1,217 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Unit tests for nestsleep's driver, fact extractor and knowledge base."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, "scripts"))
+
+import cfacts  # noqa: E402
+import gen_builtin  # noqa: E402
+import nestsleep  # noqa: E402
+
+PY = "/usr/bin/python3"
+KTREE = os.path.join(os.environ.get("NESTSLEEP_CACHE", os.path.expanduser("~/.cache/nestsleep")),
+		     "linux-source-6.1")
+
+
+class KnowledgeTest(unittest.TestCase):
+	def setUp(self):
+		self.kn = nestsleep.Knowledge()
+
+	def test_builtin_copy_agrees_with_data(self):
+		"""The .cocci files' built-in lists are generated from sleep_info.json."""
+		r = subprocess.run([PY, os.path.join(TOP, "scripts", "gen_builtin.py"), "--check"],
+				   capture_output=True, text=True)
+		self.assertEqual(r.returncode, 0, r.stderr)
+		with open(os.path.join(TOP, "cocci", "nested_sleep.cocci")) as f:
+			text = f.read()
+		self.assertIn(gen_builtin.render(self.kn.info), text)
+
+	def test_every_group_has_reason_and_effect(self):
+		for g in self.kn.info["groups"]:
+			self.assertTrue(g["reason"].strip(), g["name"])
+			self.assertIn(g["effect"], ("warns", "silent"), g["name"])
+
+	def test_effects(self):
+		self.assertEqual(self.kn.primitive({"name": "mutex_lock"}), ("mutex", "warns"))
+		self.assertEqual(self.kn.primitive({"name": "msleep"})[1], "silent")
+		self.assertEqual(self.kn.primitive({"name": "schedule_timeout"})[1], "silent")
+		self.assertEqual(self.kn.primitive({"name": "copy_from_user"})[1], "warns")
+
+	def test_not_primitives(self):
+		for name in ("cond_resched", "release_sock", "mutex_trylock", "spin_lock", "wake_up_process"):
+			self.assertEqual(self.kn.primitive({"name": name}), "no", name)
+		self.assertIsNone(self.kn.primitive({"name": "some_helper"}))
+
+	def test_gfp(self):
+		p = self.kn.primitive
+		self.assertEqual(p({"name": "kmalloc", "args": ["sz", "GFP_KERNEL"]}), ("gfp_alloc", "warns"))
+		self.assertEqual(p({"name": "kzalloc", "args": ["sz", "GFP_NOFS | __GFP_NOWARN"]}), ("gfp_alloc", "warns"))
+		self.assertEqual(p({"name": "kmalloc", "args": ["sz", "GFP_ATOMIC"]}), "no")
+		self.assertEqual(p({"name": "kcalloc", "args": ["n", "sz", "GFP_NOWAIT"]}), "no")
+		self.assertEqual(p({"name": "kmalloc", "args": ["sz", "gfp"]}), "no")
+
+	def test_guard(self):
+		self.assertEqual(self.kn.primitive({"name": "guard", "guard": "mutex"}), ("mutex", "warns"))
+		self.assertEqual(self.kn.primitive({"name": "scoped_guard", "guard": "spinlock"}), "no")
+
+
+SAMPLE = r'''
+#define foo_lock() mutex_lock(&foo_mutex)
+#define my_wait(q, cond) wait_event_cmd((q)->wq, cond, spin_unlock(&(q)->l), spin_lock(&(q)->l))
+struct foo_ops {
+	int (*avail)(struct foo *f);
+	const struct bar_ops *bar;
+};
+struct foo {
+	const struct foo_ops *ops;
+};
+static int foo_avail(struct foo *f)
+{
+	foo_lock();
+	return kmalloc(10, GFP_KERNEL) != NULL; /* "not ) a call(" */
+}
+static const struct foo_ops foo_ops = {
+	.avail = foo_avail,
+	.bar = &bar,
+};
+int foo_wait(struct foo *f)
+{
+	return wait_event_interruptible(f->wq, f->ops->avail(f));
+}
+static int carrier(void)
+{
+	set_current_state(TASK_INTERRUPTIBLE);
+	if (x)
+		return 1;
+	schedule();
+	return 0;
+}
+static int not_carrier(void)
+{
+	set_current_state(TASK_INTERRUPTIBLE);
+	schedule();
+	return 0;
+}
+'''
+
+
+class FactsTest(unittest.TestCase):
+	def setUp(self):
+		kn = nestsleep.Knowledge()
+		self.f = cfacts.extract(SAMPLE, kn.want_args, kn.restore)
+
+	def test_functions(self):
+		self.assertEqual(set(self.f["functions"]), {"foo_avail", "foo_wait", "carrier", "not_carrier"})
+		fa = self.f["functions"]["foo_avail"]
+		self.assertTrue(fa["static"])
+		names = [c["name"] for c in fa["calls"]]
+		self.assertEqual(names, ["foo_lock", "kmalloc"])
+		self.assertEqual(fa["calls"][1]["args"], ["10", "GFP_KERNEL"])
+		self.assertEqual(fa["locals"], {"f": "foo*"})
+
+	def test_member_call(self):
+		c = [c for c in self.f["functions"]["foo_wait"]["calls"] if c["name"] == "avail"][0]
+		self.assertEqual(c["kind"], "arrow")
+		self.assertEqual(c["base"], "f->ops")
+
+	def test_macros(self):
+		m = self.f["macros"]["foo_lock"]
+		self.assertEqual(m["params"], [])
+		self.assertEqual(m["calls"][0]["name"], "mutex_lock")
+		self.assertEqual(self.f["macros"]["my_wait"]["params"], ["q", "cond"])
+
+	def test_structs_and_ops(self):
+		self.assertEqual(self.f["structs"]["foo_ops"], {"avail": "()", "bar": "bar_ops"})
+		self.assertEqual(self.f["structs"]["foo"], {"ops": "foo_ops"})
+		self.assertIn(["foo_ops", "avail", "foo_avail", 17], self.f["ops"])
+
+	def test_carry(self):
+		self.assertTrue(self.f["functions"]["carrier"]["carry"])
+		self.assertIsNone(self.f["functions"]["not_carrier"]["carry"])
+
+
+class WaitersTest(unittest.TestCase):
+	"""Macro expansion of the real 6.1 headers reproduces the data table."""
+
+	@unittest.skipUnless(os.path.isfile(os.path.join(KTREE, "Makefile")), "no kernel tree")
+	def test_derived_table_matches_data(self):
+		kn = nestsleep.Knowledge()
+		tmp = tempfile.mkdtemp()
+		cache = nestsleep.Cache(tmp)
+		headers = ["include/linux/wait.h", "include/linux/wait_bit.h", "include/linux/swait.h",
+			   "include/linux/rcuwait.h"]
+
+		class T:
+			pass
+		tree = T()
+		tree.files = {}
+		tree.abs = {}
+		for h in headers:
+			tree.abs[h] = os.path.join(KTREE, h)
+			with open(tree.abs[h], "rb") as f:
+				tree.files[h] = (nestsleep.sha1(f.read()), [], [], [], [], 5)
+		tree.sha = lambda rel: tree.files[rel][0]
+		facts = nestsleep.Facts(tree, kn, cache, 1)
+		w = nestsleep.derive_waiters(kn, facts, headers)
+		for name, want in kn.waiters.items():
+			got = w[name]
+			self.assertNotIn(got["via"], ("table",), "%s was not derived from the headers" % name)
+			self.assertEqual(got["cond"], want["cond"], name)
+			self.assertEqual(got["cmd"], want["cmd"], name)
+			self.assertEqual(bool(got["locked"]), bool(want["locked"]), name)
+		self.assertEqual(w["__wait_event_interruptible_timeout"]["cond"], 1)
+
+
+class CliTest(unittest.TestCase):
+	"""Bad input: one clear line on stderr, non-zero exit, no traceback."""
+
+	def run_cli(self, *args, env=None):
+		return subprocess.run([PY, os.path.join(TOP, "scripts", "nestsleep.py")] + list(args),
+				      capture_output=True, text=True, env=env, timeout=60)
+
+	def assertCleanError(self, r, text):
+		self.assertNotEqual(r.returncode, 0)
+		self.assertNotIn("Traceback", r.stderr)
+		self.assertIn(text, r.stderr)
+
+	def test_no_tree(self):
+		self.assertCleanError(self.run_cli("--kdir", "/nonexistent/tree"), "no kernel tree at KDIR=/nonexistent/tree")
+
+	def test_bad_mode(self):
+		with tempfile.TemporaryDirectory() as d:
+			self.assertCleanError(self.run_cli("--kdir", d, "--mode", "bogus"), "unknown MODE=bogus")
+
+	def test_missing_m(self):
+		with tempfile.TemporaryDirectory() as d:
+			self.assertCleanError(self.run_cli("--kdir", d, "--m", "drivers/nothing"), "M=drivers/nothing")
+
+	def test_no_spatch(self):
+		with tempfile.TemporaryDirectory() as d:
+			env = dict(os.environ, PATH="/nonexistent")
+			r = self.run_cli("--kdir", d, env=env)
+			self.assertCleanError(r, "apt-get install -y coccinelle")
+
+	def test_make_reports_bad_kdir(self):
+		r = subprocess.run(["make", "-s", "-C", TOP, "coccicheck", "KDIR=/nonexistent/tree"],
+				   capture_output=True, text=True, timeout=120)
+		self.assertCleanError(r, "no kernel tree at KDIR=/nonexistent/tree")
+
+	def test_empty_tree_runs(self):
+		with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as c:
+			with open(os.path.join(d, "a.c"), "w") as f:
+				f.write("int f(void) { return 0; }\n")
+			r = self.run_cli("--kdir", d, "--cache", c)
+			self.assertEqual(r.returncode, 0, r.stderr)
+			self.assertEqual(r.stdout, "")
+			self.assertIn("coverage:", r.stderr.splitlines()[-1])
+
+
+if __name__ == "__main__":
+	unittest.main()
