@@ -980,7 +980,7 @@ def make_finding(key, paths, kn):
 		"role": r.get("role", ""), "locked": r.get("locked", ""), "kind": kind,
 		"call": r["call"], "call_line": r["cline"], "effect": first["effect"],
 		"group": first["group"], "chain": first["chain"], "confidence": conf,
-		"paths": [{"call": p["rec"]["call"], "line": p["rec"]["cline"], "chain": p["chain"],
+		"paths": [{"call": p["rec"]["call"], "line": p["rec"]["cline"], "col": p["rec"]["ccol"], "chain": p["chain"],
 			   "effect": p["effect"], "confidence": confidence(p["penalty"])} for p in paths],
 		"message": msg,
 	}
@@ -997,10 +997,7 @@ def context_output(a, findings, tree):
 		with open(pos, "w") as f:
 			for fd in findings:
 				for p in fd["paths"]:
-					pass
-			for fd in findings:
-				for rr in fd.get("_recs", []):
-					f.write("%s:%d:%d\n" % (tree.abs[fd["file"]], rr["cline"], rr["ccol"]))
+					f.write("%s:%d:%d\n" % (tree.abs[fd["file"]], p["line"], p["col"]))
 		cmd = ["spatch", "--sp-file", a.cocci, "-D", "context", "--very-quiet"] + cocci_options(a.cocci)
 		cmd += ["--timeout", str(a.timeout)] + a.spflags + [tree.abs[f] for f in files]
 		env = dict(os.environ, NESTSLEEP_POSITIONS=pos)
