@@ -55,4 +55,4 @@ test-fast:
 	@$(PYTHON) scripts/run_tests.py --fast
 
 clean-cache:
-	rm -rf "$(NESTSLEEP_CACHE)/index" "$(NESTSLEEP_CACHE)"/facts-* "$(NESTSLEEP_CACHE)"/match-*
+	rm -rf "$(NESTSLEEP_CACHE)/index" "$(NESTSLEEP_CACHE)"/facts-* "$(NESTSLEEP_CACHE)/match"

@@ -18,7 +18,7 @@ The facts depend only on the file's bytes, so they are cached by content hash.
 
 import re
 
-FACTS_VERSION = 3
+FACTS_VERSION = 4
 
 _TOKEN = re.compile(r"""
 	(?P<nl>\n)
@@ -249,6 +249,7 @@ def returns_nonrunning(toks, lo, hi, restore):
 	'return' (or the end of the function) reached before the state is restored
 	(schedule*(), finish_wait(), __set_current_state(TASK_RUNNING), ...)?"""
 	armed = None
+	sets = False
 	i = lo
 	while i < hi:
 		k, v, ln = toks[i]
@@ -263,14 +264,16 @@ def returns_nonrunning(toks, lo, hi, restore):
 					a = split_args(toks, i + 1, rp)
 					if len(a) < 3 or _text(a[-1]) != "TASK_RUNNING":
 						armed = ln
+						sets = True
 				else:
 					armed = ln
+					sets = True
 			elif v in restore:
 				armed = None
 		elif k == "id" and v == "return" and armed is not None:
-			return armed
+			return armed, True
 		i += 1
-	return armed
+	return armed, sets
 
 
 def extract(text, want_args=lambda name: False, restore=frozenset()):
@@ -319,8 +322,9 @@ def extract(text, want_args=lambda name: False, restore=frozenset()):
 						"line": toks[i][2], "def_line": _name_line(toks, lo, i, name),
 						"static": is_static, "calls": body_calls, "annotate": ann,
 						"locals": local, "end": toks[close - 1][2] if close < n else ln,
-						"carry": returns_nonrunning(toks, i + 1, close, restore),
 					}
+					funcs[name]["carry"], funcs[name]["setter"] = \
+						returns_nonrunning(toks, i + 1, close, restore)
 				else:
 					_aggregate(toks, i, close, stmt_start, structs, ops)
 				i = close + 1

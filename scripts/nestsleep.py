@@ -339,14 +339,20 @@ class Facts:
 
 
 def derive_waiters(kn, facts, files):
-	"""Wait primitives by macro expansion from the roots.
+	"""Wait primitives by macro expansion.
 
-	A macro whose body calls a known waiter, passing one of its own parameters
-	in (or inside) the condition argument, is a waiter too; its 'cmd'
-	parameters are those that appear in the waiter's cmd argument before the
-	first call that restores TASK_RUNNING (cmd2 of wait_event_cmd() runs after
-	schedule(), in TASK_RUNNING).  Returns {name: {cond, cmd, locked, via}}."""
+	Start from the roots and the public table of cocci/sleep_info.json.  A
+	macro whose body calls a known waiter, passing one of its own parameters
+	in (or inside) the condition argument, is a waiter too.  Its 'cmd'
+	parameters are those that appear in the waiter's command arguments before
+	the first call that restores TASK_RUNNING (cmd2 of wait_event_cmd() runs
+	after schedule()).  When that command starts by dropping a spinlock, the
+	condition runs under it ('locked').  Returns {name: {cond, cmd, locked,
+	via, file}}."""
 	known = {}
+	for name, w in kn.waiters.items():
+		known[name] = {"cond": w["cond"], "cmd_arg": None, "cmd": list(w["cmd"]),
+			       "locked": w["locked"], "via": "table", "file": ""}
 	for name, r in kn.roots.items():
 		known[name] = {"cond": r["cond"], "cmd_arg": r.get("cmd_arg"), "cmd": [],
 			       "locked": r.get("locked", ""), "via": "root", "file": ""}
@@ -354,69 +360,66 @@ def derive_waiters(kn, facts, files):
 	for rel in files:
 		for name, m in facts.get(rel)["macros"].items():
 			macros.setdefault(name, (rel, m))
+	restore_re = re.compile(r"\b(?:%s)\s*\(" % "|".join(sorted(kn.restore)))
+	unlock_re = re.compile(r"\s*(?:raw_)?spin_unlock\w*\s*\(\s*&?\s*(.*?)\)\s*;")
+
+	def words(text):
+		return set(re.findall(r"\w+", text))
+
 	changed = True
 	while changed:
 		changed = False
-		for name, (rel, m) in macros.items():
-			if name in known:
+		for name, (rel, m) in sorted(macros.items()):
+			old = known.get(name)
+			if old is not None and old["via"] != "table":
 				continue
 			params = m["params"]
 			for c in m["calls"]:
 				w = known.get(c["name"])
-				if not w or "args" not in c:
+				if not w or "args" not in c or c["name"] == name:
 					continue
 				args = c["args"]
 				if w["cond"] >= len(args):
 					continue
-				ctoks = set(re.findall(r"\w+", args[w["cond"]]))
+				ctoks = words(args[w["cond"]])
 				cond = [i for i, p in enumerate(params) if p in ctoks]
 				if not cond:
 					continue
-				cmd = []
-				locked = w["locked"]
-				cmd_args = []
+				cmd_texts = []
 				if w.get("cmd_arg") is not None and w["cmd_arg"] < len(args):
-					text = args[w["cmd_arg"]]
-					before = re.split(r"\b(?:%s)\s*\(" % "|".join(sorted(kn.restore)), text)[0]
-					# the lock dropped around schedule() is not a command
-					cmd_args.append(re.sub(r"\b(?:raw_)?spin_unlock\w*\s*\([^;]*?\)\s*;", "", before))
-					if re.match(r"\s*(raw_)?spin_unlock", text):
-						lk = re.match(r"\s*(?:raw_)?spin_unlock\w*\(\s*&?\s*([^)]*)\)", text)
-						ltoks = set(re.findall(r"\w+", lk.group(1) if lk else ""))
-						lp = [p for p in params if p in ltoks]
-						locked = lp[0] if lp else (lk.group(1).strip() if lk else "lock")
+					cmd_texts.append(restore_re.split(args[w["cmd_arg"]])[0])
 				for ci in w["cmd"]:
 					if ci < len(args):
-						cmd_args.append(args[ci])
-				for text in cmd_args:
-					t = set(re.findall(r"\w+", text))
-					cmd += [i for i, p in enumerate(params) if p in t and i not in cond]
-				if locked and w["locked"] and w["via"] != "root" and w["locked"] in params:
-					pass
+						cmd_texts.append(args[ci])
+				locked = ""
 				if w["locked"] == "wq.lock":
 					locked = "wq.lock"
-				elif w["locked"] and w["via"] != "root":
-					# a named lock parameter of the inner waiter
-					inner_params = macros.get(c["name"], (None, {"params": []}))[1]["params"]
-					if w["locked"] in inner_params:
-						li = inner_params.index(w["locked"])
-						if li < len(args):
-							lt = set(re.findall(r"\w+", args[li]))
-							lp = [p for p in params if p in lt]
-							locked = lp[0] if lp else args[li].strip()
+				elif w["locked"]:
+					# the inner waiter's lock parameter, seen through our arguments
+					inner = macros.get(c["name"], (None, {"params": []}))[1]["params"]
+					if w["locked"] in inner and inner.index(w["locked"]) < len(args):
+						locked = args[inner.index(w["locked"])].strip()
+					else:
+						locked = w["locked"]
+				cmd = []
+				for text in cmd_texts:
+					lk = unlock_re.match(text)
+					if lk:
+						locked = locked or lk.group(1).strip()
+						text = text[lk.end():]
+					t = words(text)
+					cmd += [i for i, p in enumerate(params) if p in t and i not in cond]
+				lw = words(locked)
+				cmd = [i for i in cmd if params[i] not in lw]
+				locked = re.sub(r"[()\s]", "", locked)
 				known[name] = {"cond": cond[0], "cmd_arg": None, "cmd": sorted(set(cmd)),
 					       "locked": locked, "via": c["name"], "file": rel}
 				changed = True
 				break
 	out = {}
 	for name, w in known.items():
-		if w["via"] == "root" and name not in kn.waiters:
-			continue
 		out[name] = {"cond": w["cond"], "cmd": w["cmd"], "locked": w["locked"],
 			     "via": w["via"], "file": w["file"]}
-	for name, w in kn.waiters.items():
-		out.setdefault(name, {"cond": w["cond"], "cmd": w["cmd"], "locked": w["locked"],
-				      "via": "table", "file": ""})
 	return out
 
 
@@ -446,9 +449,9 @@ def cocci_options(cocci):
 class Matcher:
 	"""Runs the rule over the wait-site files; results cached per file."""
 
-	def __init__(self, tree, cache, args, cocci, waiters_path, carriers_path, rulekey):
+	def __init__(self, tree, cache, args, cocci, paths, rulekey):
 		self.tree, self.cache, self.args, self.cocci = tree, cache, args, cocci
-		self.waiters_path, self.carriers_path = waiters_path, carriers_path
+		self.paths = paths
 		self.rulekey = rulekey
 		self.failed, self.timedout, self.parsed = [], [], 0
 		self.dropped = {}
@@ -456,7 +459,7 @@ class Matcher:
 	def run(self, rels):
 		results, todo = {}, []
 		for rel in rels:
-			r = self.cache.load("match-" + self.rulekey, self.tree.sha(rel)[:2], self.tree.sha(rel))
+			r = self.cache.load("match", self.rulekey(rel), self.tree.sha(rel)[:2], self.tree.sha(rel))
 			if r is None:
 				todo.append(rel)
 			else:
@@ -467,7 +470,7 @@ class Matcher:
 			for rel in todo:
 				r = fresh.get(rel, {"status": "failed", "recs": [], "funcs": []})
 				results[rel] = r
-				self.cache.store(r, "match-" + self.rulekey, self.tree.sha(rel)[:2], self.tree.sha(rel))
+				self.cache.store(r, "match", self.rulekey(rel), self.tree.sha(rel)[:2], self.tree.sha(rel))
 		for rel, r in results.items():
 			if r["status"] == "timeout":
 				self.timedout.append(rel)
@@ -492,8 +495,8 @@ class Matcher:
 			if args.jobs > 1:
 				cmd += ["--jobs", str(args.jobs), "--chunksize", "1"]
 			cmd += args.spflags
-			env = dict(os.environ, NESTSLEEP_RAW="1", NESTSLEEP_WAITERS=self.waiters_path,
-				   NESTSLEEP_CARRIERS=self.carriers_path)
+			env = dict(os.environ, NESTSLEEP_RAW="1", NESTSLEEP_WAITERS=self.paths["waiters"],
+				   NESTSLEEP_CARRIERS=self.paths["carriers"], NESTSLEEP_WINDOW=self.paths["window"])
 			if args.verbose:
 				log("$ " + " ".join(cmd))
 			err_path = os.path.join(tmp, "stderr")
@@ -822,61 +825,88 @@ def analyse(a, ext):
 	facts = Facts(tree, kn, cache, a.jobs)
 	t = time.time()
 	wait_files = [r for r in tree.files if tree.flags(r) & 1]
-	macro_files = [r for r in wait_files if tree.flags(r) & 4]
 	state_files = [r for r in tree.files if tree.flags(r) & 2]
-	facts.ensure(macro_files + state_files)
-	waiters = derive_waiters(kn, facts, macro_files)
+	facts.ensure(wait_files + state_files)
+	times["facts"] = time.time() - t
+	t = time.time()
+	waiters = derive_waiters(kn, facts, [r for r in wait_files if tree.flags(r) & 4])
 	carriers = set()
 	for rel in state_files:
 		for name, fn in facts.get(rel)["functions"].items():
-			if fn.get("carry") and not (fn["static"] and rel.endswith(".c")) or fn.get("carry"):
+			if fn.get("carry"):
 				carriers.add(name)
 	carriers -= set(kn.sleepers) | set(waiters) | set(kn.restore)
-	times["waiters"] = time.time() - t
 	extra = sorted(n for n in waiters if not any(w in n.encode() for w in WAIT_WORDS))
 	if extra:
 		pat = re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, extra)))
+		more = []
 		for rel in tree.files:
 			if not tree.flags(rel) & 1:
 				try:
 					with open(tree.abs[rel], errors="replace") as f:
 						if pat.search(f.read()):
-							wait_files.append(rel)
+							more.append(rel)
 				except OSError:
 					pass
-	cpat = re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, sorted(carriers)))) if carriers else None
+		facts.ensure(more)
+		wait_files += more
 	log("%d wait primitives (%d found by macro expansion), %d state-carrying helpers" % (
 		len(waiters), sum(1 for w in waiters.values() if w["via"] not in ("table", "root")), len(carriers)))
+
+	# What may sleep inside a non-running window: summarize the calls of the
+	# functions that set the task state (or call a state-carrying helper), so
+	# that the rule's window search only considers those names.
+	ana = Analysis(tree, facts, kn)
+	roots = []
+	window_calls = []
+	for rel in set(wait_files) | set(state_files):
+		for fname, fn in facts.get(rel)["functions"].items():
+			if not fn.get("setter") and not any(c["name"] in carriers for c in fn["calls"]):
+				continue
+			for c in fn["calls"]:
+				tg = ana.call_targets(c, rel, fname)
+				window_calls.append((c, tg))
+				roots += tg[1]
+	ana.expand(roots)
+	ana.summarize()
+	window = sorted(set(c["name"] for c, tg in window_calls if ana.witness(c, tg, ana.summary)))
+	times["window"] = time.time() - t
+	log("%d names may sleep inside set_current_state()/prepare_to_wait() windows" % len(window))
 
 	if a.only is not None:
 		targets = [r for r in a.only if r in tree.files]
 		missing = [r for r in a.only if r not in tree.files]
 		if missing:
 			raise UserError("not a source file under KDIR: %s" % ", ".join(missing))
+		facts.ensure(targets)
 	else:
 		targets = sorted(r for r in set(wait_files) if in_scope(r, a, ext))
 
 	tmp = tempfile.mkdtemp(prefix="nestsleep-")
 	try:
-		wpath = os.path.join(tmp, "waiters.json")
-		cpath = os.path.join(tmp, "carriers.json")
-		with open(wpath, "w") as f:
-			json.dump(waiters, f, sort_keys=True)
-		with open(cpath, "w") as f:
-			json.dump(sorted(carriers), f)
+		paths = {}
+		for nm, val in (("waiters", waiters), ("carriers", sorted(carriers)), ("window", window)):
+			paths[nm] = os.path.join(tmp, nm + ".json")
+			with open(paths[nm], "w") as f:
+				json.dump(val, f, sort_keys=True)
 		with open(a.cocci, "rb") as f:
-			rk = sha1(f.read() + json.dumps(waiters, sort_keys=True).encode() + json.dumps(sorted(carriers)).encode()
-				  + " ".join(a.spflags).encode())[:16]
+			base = sha1(f.read() + json.dumps(waiters, sort_keys=True).encode() + json.dumps(sorted(carriers)).encode()
+				    + " ".join(a.spflags).encode())[:16]
+		wset = set(window)
+
+		def rulekey(rel):
+			# a file's result depends only on the window names it calls
+			names = set(c["name"] for fn in facts.get(rel)["functions"].values() for c in fn["calls"])
+			return base + sha1(" ".join(sorted(names & wset)).encode())[:8]
 		t = time.time()
-		matcher = Matcher(tree, cache, a, a.cocci, wpath, cpath, rk)
+		matcher = Matcher(tree, cache, a, a.cocci, paths, rulekey)
 		results = matcher.run(targets)
 		times["match"] = time.time() - t
 	finally:
 		shutil.rmtree(tmp, ignore_errors=True)
 
-	# resolve the candidate calls
+	# resolve the calls found at the wait sites
 	t = time.time()
-	ana = Analysis(tree, facts, kn)
 	recs = [r for rel in targets for r in results[rel]["recs"]]
 	roots = []
 	site_targets = []
