@@ -484,6 +484,7 @@ NS_SETTERS = set(["set_current_state", "__set_current_state",
                   "prepare_to_wait_exclusive", "prepare_to_wait_event"])
 
 coccinelle.ns_recs = []
+coccinelle.ns_modes = []
 
 def ns_is_waiter(w):
     return w in NS_WAITERS
@@ -739,36 +740,56 @@ if NS_RAW:
 // ---------------------------------------------------------------------------
 // Output: one line per wait site, its sleep paths grouped.
 
+@script:python depends on report@
+@@
+coccinelle.ns_modes.append("report")
+
+@script:python depends on org@
+@@
+coccinelle.ns_modes.append("org")
+
 @finalize:python@
 recs << merge.ns_recs;
+modes << merge.ns_modes;
 @@
 import json as ns_json
 ns_all = [r for part in recs for r in part]
+ns_mode = set(m for part in modes for m in part)
 if NS_RAW:
     for r in ns_all:
         print("NESTSLEEP " + ns_json.dumps(r, sort_keys=True))
-elif report or org:
+elif ns_mode:
     ns_sites = {}
     for r in ns_all:
         ns_sites.setdefault((r["file"], r["line"], r["col"], r["colend"]), []).append(r)
     for key in sorted(ns_sites):
         rs = sorted(ns_sites[key], key=lambda r: (r["cline"], r["ccol"]))
         first = rs[0]
-        calls = []
+        paths = []
         for r in rs:
-            c = "%s() (%s, %s)" % (r["call"], r["group"], r["effect"])
-            if c not in calls:
-                calls.append(c)
-        where = {"wait_event": "in the %s of %s()" % (first.get("role", "condition") == "cmd" and "cmd" or "condition", first["site"]),
-                 "prepare_to_wait": "between %s() and schedule()" % first["site"],
-                 "set_current_state": "between %s(%s) and schedule()" % (first["site"], first.get("state", "")),
-                 "carried_state": "while the state set in %s() is still non-running" % first["site"]}[first["shape"]]
-        if first.get("locked"):
-            msg = "ERROR: sleep in atomic context: %s may sleep %s, which runs under spinlock %s" % (", ".join(calls), where, first["locked"])
+            c = "%s (%s)" % (r["call"], r["effect"] == "warns" and "warns" or "resets the task state silently")
+            if c not in paths:
+                paths.append(c)
+        if first["shape"] == "wait_event":
+            where = "in the %s of %s()" % (first.get("role") == "cmd" and "cmd" or "condition", first["site"])
+            if first.get("role") == "cmd":
+                where += ", which runs before schedule()"
+        elif first["shape"] == "prepare_to_wait":
+            where = "between %s() and schedule()" % first["site"]
         else:
-            msg = "WARNING: nested sleep: %s may sleep %s (line %d)" % (", ".join(calls), where, first["cline"])
-        msg += " [confidence: moderate]"
-        if report:
+            where = "between %s(%s) and schedule()" % (first["site"], first.get("state", "").replace(" ", ""))
+        if first.get("locked"):
+            msg = "ERROR: sleep in atomic context: %s() may sleep %s, which runs under spinlock %s" % (
+                first["call"], where, first["locked"])
+        else:
+            msg = "WARNING: nested sleep: %s() may sleep %s" % (first["call"], where)
+            if first["shape"] != "wait_event" or first["cline"] != first["line"]:
+                msg += " on line %d" % first["cline"]
+        conf = "high"
+        if first["shape"] != "wait_event" and first["group"] == "schedule":
+            conf = "low"
+        msg += " (%s) [confidence: %s]" % ("; ".join(paths), conf)
+        if "report" in ns_mode:
             print("%s:%s:%s-%s: %s" % (key[0], key[1], key[2], key[3], msg))
         else:
             print("* TODO [[view:%s::face=ovl-face1::linb=%s::colb=%s::cole=%s][%s]]" % (

@@ -18,7 +18,7 @@ The facts depend only on the file's bytes, so they are cached by content hash.
 
 import re
 
-FACTS_VERSION = 4
+FACTS_VERSION = 5
 
 _TOKEN = re.compile(r"""
 	(?P<nl>\n)
@@ -313,6 +313,14 @@ def extract(text, want_args=lambda name: False, restore=frozenset()):
 					for c in body_calls:
 						if c["name"] == "sched_annotate_sleep":
 							ann = c["line"]
+							break
+					# a helper that puts the task back into TASK_RUNNING
+					# before it sleeps does not sleep in the caller's state
+					for j in range(i + 1, close):
+						if toks[j][0] == "id" and toks[j][1] in ("set_current_state", "__set_current_state") \
+								and toks[j + 1][1] == "(" and _state_arg_running(toks, j)[0]:
+							if ann is None or toks[j][2] < ann:
+								ann = toks[j][2]
 							break
 					decl_txt = _text(toks[lo:close])
 					local = {}

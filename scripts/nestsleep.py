@@ -44,7 +44,7 @@ import cfacts  # noqa: E402
 import gen_builtin  # noqa: E402
 
 VERSION = "0.1"
-SCAN_VERSION = 2
+SCAN_VERSION = 3
 MAX_DEPTH = 8          # hops from a wait site to a primitive
 MAX_CANDIDATES = 12    # definitions of one name we are willing to consider
 MAX_FANOUT = 8         # targets of one function pointer

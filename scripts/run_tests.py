@@ -135,6 +135,39 @@ def unit_tests(res, only):
 		res.add(name, not problems, time.time() - t, detail)
 
 
+def standalone_fixtures(res, only):
+	"""The rule alone, run by the kernel's own 'make coccicheck' (M=external dir)."""
+	for exp in sorted(glob.glob(os.path.join(TOP, "fixtures", "standalone", "*.report"))):
+		name = "standalone/" + os.path.basename(exp)[:-len(".report")]
+		if only and only not in name:
+			continue
+		t = time.time()
+		if not os.path.isfile(os.path.join(KTREE, "Makefile")):
+			res.add(name, False, 0, "no kernel tree at %s (run make setup)" % KTREE)
+			continue
+		tmp = tempfile.mkdtemp(prefix="nestsleep-sa-")
+		try:
+			shutil.copy(exp[:-len(".report")] + ".c", tmp)
+			cmd = ["make", "-s", "-C", KTREE, "coccicheck", "COCCI=" + os.path.join(TOP, "cocci", "nested_sleep.cocci"),
+			       "MODE=report", "M=" + tmp, "J=1"]
+			proc = subprocess.run(cmd, capture_output=True, text=True, timeout=FIXTURE_TIMEOUT)
+			got = sorted(l[len(tmp) + 1:] for l in proc.stdout.splitlines() if l.startswith(tmp + "/"))
+			with open(exp) as f:
+				want = sorted(l.rstrip("\n") for l in f if l.strip())
+			ok = proc.returncode == 0 and got == want
+			detail = ""
+			if not ok:
+				detail = "exit %d\n" % proc.returncode
+				detail += "".join("missing: %s\n" % l for l in want if l not in got)
+				detail += "".join("unexpected: %s\n" % l for l in got if l not in want)
+				detail += proc.stderr[-1500:]
+			res.add(name, ok, time.time() - t, detail)
+		except subprocess.TimeoutExpired:
+			res.add(name, False, time.time() - t, "timed out")
+		finally:
+			shutil.rmtree(tmp, ignore_errors=True)
+
+
 def realtree_checks(res, only):
 	"""Functions already fixed upstream must not be reported."""
 	for spec_path in sorted(glob.glob(os.path.join(TOP, "fixtures", "realtree", "*.json"))):
@@ -190,8 +223,9 @@ def main(argv):
 	a = ap.parse_args(argv)
 	res = Results()
 	t0 = time.time()
-	for stage, fn in (("unit", unit_tests), ("report fixtures", report_fixtures), ("real tree", realtree_checks)):
-		if a.fast and stage == "real tree":
+	for stage, fn in (("unit", unit_tests), ("report fixtures", report_fixtures),
+			  ("kernel coccicheck", standalone_fixtures), ("real tree", realtree_checks)):
+		if a.fast and stage in ("real tree", "kernel coccicheck"):
 			continue
 		t = time.time()
 		print("== %s" % stage, flush=True)
