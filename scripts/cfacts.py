@@ -18,7 +18,7 @@ The facts depend only on the file's bytes, so they are cached by content hash.
 
 import re
 
-FACTS_VERSION = 5
+FACTS_VERSION = 6
 
 _TOKEN = re.compile(r"""
 	(?P<nl>\n)
@@ -208,7 +208,30 @@ def _base_text(toks, i):
 _LOCAL_DECL = re.compile(r"\bstruct\s+(\w+)\s*(\*+\s*(?:const\s+)?)?(\w+)\s*(?=[;,=)\[])")
 
 
-def calls_in(toks, lo, hi, want_args):
+def stmt_expr_calls(toks, lo, hi):
+	"""Token indices of the calls that take a GNU statement expression
+	'({ ... })' as an argument (spatch skips such arguments)."""
+	out = set()
+	for k in range(lo, hi - 1):
+		if toks[k][1] != "{" or toks[k - 1][1] != "(":
+			continue
+		depth = 0
+		for j in range(k - 2, lo - 1, -1):
+			v = toks[j][1]
+			if v == ")":
+				depth += 1
+			elif v == "(":
+				if depth == 0:
+					if j > 0 and toks[j - 1][0] == "id":
+						out.add(j - 1)
+					break
+				depth -= 1
+			elif v in (";", "{", "}") and depth == 0:
+				break
+	return out
+
+
+def calls_in(toks, lo, hi, want_args, force_args=()):
 	"""Calls in toks[lo:hi]: dicts with name, line, kind, base, args."""
 	out = []
 	for i in range(lo, hi):
@@ -231,7 +254,11 @@ def calls_in(toks, lo, hi, want_args):
 			a = split_args(toks, i + 1, rp)
 			if a and a[0]:
 				call["guard"] = _text(a[0])
-		if want_args(v):
+		if i in force_args:
+			rp = _match_close(toks, i + 1, "(", ")")
+			call["args"] = [_text(a)[:2000] for a in split_args(toks, i + 1, rp)]
+			call["stmt_expr"] = True
+		elif want_args(v):
 			rp = _match_close(toks, i + 1, "(", ")")
 			call["args"] = [_text(a)[:200] for a in split_args(toks, i + 1, rp)]
 		out.append(call)
@@ -308,7 +335,8 @@ def extract(text, want_args=lambda name: False, restore=frozenset()):
 				name, is_static, lo = _def_name(toks, i, stmt_start)
 				close = _match_close(toks, i, "{", "}")
 				if name:
-					body_calls = calls_in(toks, i + 1, close, want_args)
+					body_calls = calls_in(toks, i + 1, close, want_args,
+							      stmt_expr_calls(toks, i + 1, close))
 					ann = None
 					for c in body_calls:
 						if c["name"] == "sched_annotate_sleep":

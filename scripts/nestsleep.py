@@ -908,6 +908,7 @@ def analyse(a, ext):
 	# resolve the calls found at the wait sites
 	t = time.time()
 	recs = [r for rel in targets for r in results[rel]["recs"]]
+	recs += stmt_expr_records(tree, facts, kn, waiters, targets, recs)
 	roots = []
 	site_targets = []
 	for r in recs:
@@ -948,6 +949,57 @@ def analyse(a, ext):
 	       "timeout": sorted(matcher.timedout)}
 	times["total"] = time.time() - t_start
 	return out, cov, times, tree, facts
+
+
+def stmt_expr_records(tree, facts, kn, waiters, targets, recs):
+	"""Candidate calls in '({ ... })' conditions, which spatch skips.
+
+	The fact extractor keeps the arguments of calls that take a statement
+	expression; the calls inside a waiter's condition (or cmd) argument are
+	added as if the rule had matched them."""
+	seen = set((r["file"], r["line"], r["call"]) for r in recs)
+	out = []
+	for rel in targets:
+		lines = None
+		for fname, fn in facts.get(rel)["functions"].items():
+			for c in fn["calls"]:
+				w = waiters.get(c["name"])
+				if not w or not c.get("stmt_expr") or c.get("kind"):
+					continue
+				roles = [(w["cond"], "cond")] + [(i, "cmd") for i in w["cmd"]]
+				for idx, role in roles:
+					if idx >= len(c["args"]) or "({" not in c["args"][idx]:
+						continue
+					atoks = cfacts.tokenize(c["args"][idx])
+					inner = cfacts.calls_in(atoks, 0, len(atoks), kn.want_args)
+					if any(x["name"] in kn.annotations for x in inner):
+						continue
+					if lines is None:
+						with open(tree.abs[rel], errors="replace") as f:
+							lines = f.read().split("\n")
+					text = lines[c["line"] - 1] if c["line"] - 1 < len(lines) else ""
+					m = re.search(r"\b%s\s*\(" % re.escape(c["name"]), text)
+					col = m.start() if m else 0
+					for x in inner:
+						key = (rel, c["line"], x["name"])
+						if key in seen or x["name"] == c["name"]:
+							continue
+						seen.add(key)
+						cline, ccol = c["line"], 0
+						for ln in range(c["line"] - 1, min(len(lines), c["line"] + 30)):
+							mm = re.search(r"\b%s\s*\(" % re.escape(x["name"]), lines[ln])
+							if mm:
+								cline, ccol = ln + 1, mm.start()
+								break
+						rec = {"shape": "wait_event", "site": c["name"], "file": rel, "line": c["line"],
+						       "col": col, "colend": col + len(c["name"]), "func": fname,
+						       "call": x["name"], "kind": "member" if x.get("kind") else "call",
+						       "base": x.get("base", ""), "cline": cline, "ccol": ccol,
+						       "args": ", ".join(x.get("args", [])), "role": role,
+						       "locked": w["locked"] if role == "cond" else "", "argn": idx,
+						       "stmt_expr": True}
+						out.append(rec)
+	return out
 
 
 def _split_args(s):
