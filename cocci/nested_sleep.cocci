@@ -62,6 +62,7 @@ NS_SLEEPERS = {
     '__wait_event_killable': ('wait_event_nocheck', 'silent'),
     '__wait_event_timeout': ('wait_event_nocheck', 'silent'),
     '_mutex_lock_nest_lock': ('mutex', 'warns'),
+    'blk_io_schedule': ('schedule', 'silent'),
     'cancel_delayed_work_sync': ('workqueue', 'warns'),
     'cancel_work_sync': ('workqueue', 'warns'),
     'clear_user': ('user_copy', 'warns'),
@@ -335,7 +336,8 @@ NS_RESTORE = [
     'freezable_schedule_timeout', 'freezable_schedule_unsafe',
     'finish_wait', 'finish_swait', 'wait_woken', 'do_wait_intr',
     'do_wait_intr_irq', '__schedule', 'schedule_rtlock',
-    'preempt_schedule_common', 'schedule_idle',
+    'preempt_schedule_common', 'schedule_idle', 'blk_io_schedule',
+    'schedule_hrtimeout_range_clock', 'memalloc_retry_wait',
 ]
 NS_WAITERS = {
     'io_wait_event': (1, [
@@ -609,7 +611,7 @@ if role is None or not ns_record("wait_event", w, p0[0], f, p[0], str(al),
 
 @pw exists@
 identifier ptw = {prepare_to_wait, prepare_to_wait_exclusive, prepare_to_wait_event};
-identifier r =~ "^(__schedule|do_wait_intr|do_wait_intr_irq|finish_swait|finish_wait|freezable_schedule|freezable_schedule_timeout|freezable_schedule_unsafe|io_schedule|io_schedule_timeout|preempt_schedule_common|schedule|schedule_hrtimeout|schedule_hrtimeout_range|schedule_idle|schedule_preempt_disabled|schedule_rtlock|schedule_timeout|schedule_timeout_idle|schedule_timeout_interruptible|schedule_timeout_killable|schedule_timeout_uninterruptible|wait_woken)$"; // generated: state_restore
+identifier r =~ "^(__schedule|blk_io_schedule|do_wait_intr|do_wait_intr_irq|finish_swait|finish_wait|freezable_schedule|freezable_schedule_timeout|freezable_schedule_unsafe|io_schedule|io_schedule_timeout|memalloc_retry_wait|preempt_schedule_common|schedule|schedule_hrtimeout|schedule_hrtimeout_range|schedule_hrtimeout_range_clock|schedule_idle|schedule_preempt_disabled|schedule_rtlock|schedule_timeout|schedule_timeout_idle|schedule_timeout_interruptible|schedule_timeout_killable|schedule_timeout_uninterruptible|wait_woken)$"; // generated: state_restore
 identifier f : script:python() { ns_window(f) };
 expression list al;
 expression E;
@@ -640,7 +642,7 @@ if not ns_record("prepare_to_wait", ptw, p0[0], f, p[0], str(al),
 
 @sc exists@
 identifier scs = {set_current_state, __set_current_state, set_special_state};
-identifier r =~ "^(__schedule|do_wait_intr|do_wait_intr_irq|finish_swait|finish_wait|freezable_schedule|freezable_schedule_timeout|freezable_schedule_unsafe|io_schedule|io_schedule_timeout|preempt_schedule_common|schedule|schedule_hrtimeout|schedule_hrtimeout_range|schedule_idle|schedule_preempt_disabled|schedule_rtlock|schedule_timeout|schedule_timeout_idle|schedule_timeout_interruptible|schedule_timeout_killable|schedule_timeout_uninterruptible|wait_woken)$"; // generated: state_restore
+identifier r =~ "^(__schedule|blk_io_schedule|do_wait_intr|do_wait_intr_irq|finish_swait|finish_wait|freezable_schedule|freezable_schedule_timeout|freezable_schedule_unsafe|io_schedule|io_schedule_timeout|memalloc_retry_wait|preempt_schedule_common|schedule|schedule_hrtimeout|schedule_hrtimeout_range|schedule_hrtimeout_range_clock|schedule_idle|schedule_preempt_disabled|schedule_rtlock|schedule_timeout|schedule_timeout_idle|schedule_timeout_interruptible|schedule_timeout_killable|schedule_timeout_uninterruptible|wait_woken)$"; // generated: state_restore
 expression S;
 identifier f : script:python() { ns_window(f) };
 expression list al;
@@ -676,7 +678,7 @@ if str(S).strip() == "TASK_RUNNING" or not ns_record(
 
 @carry exists@
 identifier g : script:python() { ns_is_carrier(g) };
-identifier r =~ "^(__schedule|do_wait_intr|do_wait_intr_irq|finish_swait|finish_wait|freezable_schedule|freezable_schedule_timeout|freezable_schedule_unsafe|io_schedule|io_schedule_timeout|preempt_schedule_common|schedule|schedule_hrtimeout|schedule_hrtimeout_range|schedule_idle|schedule_preempt_disabled|schedule_rtlock|schedule_timeout|schedule_timeout_idle|schedule_timeout_interruptible|schedule_timeout_killable|schedule_timeout_uninterruptible|wait_woken)$"; // generated: state_restore
+identifier r =~ "^(__schedule|blk_io_schedule|do_wait_intr|do_wait_intr_irq|finish_swait|finish_wait|freezable_schedule|freezable_schedule_timeout|freezable_schedule_unsafe|io_schedule|io_schedule_timeout|memalloc_retry_wait|preempt_schedule_common|schedule|schedule_hrtimeout|schedule_hrtimeout_range|schedule_hrtimeout_range_clock|schedule_idle|schedule_preempt_disabled|schedule_rtlock|schedule_timeout|schedule_timeout_idle|schedule_timeout_interruptible|schedule_timeout_killable|schedule_timeout_uninterruptible|wait_woken)$"; // generated: state_restore
 identifier f : script:python() { ns_window(f) };
 expression list al;
 expression E;

@@ -18,7 +18,7 @@ The facts depend only on the file's bytes, so they are cached by content hash.
 
 import re
 
-FACTS_VERSION = 6
+FACTS_VERSION = 7
 
 _TOKEN = re.compile(r"""
 	(?P<nl>\n)
@@ -303,8 +303,12 @@ def returns_nonrunning(toks, lo, hi, restore):
 	return armed, sets
 
 
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+
+
 def extract(text, want_args=lambda name: False, restore=frozenset()):
 	"""All facts of one C file (see module doc)."""
+	includes = _INCLUDE.findall(text)
 	toks = tokenize(text)
 	funcs, macros, structs, ops = {}, {}, {}, []
 	n = len(toks)
@@ -375,7 +379,7 @@ def extract(text, want_args=lambda name: False, restore=frozenset()):
 				and toks[j + 1][0] == "id" and toks[j + 2][1] in (";", ","):
 			ops.append([None, toks[j - 1][1], toks[j + 1][1], toks[j][2]])
 	return {"version": FACTS_VERSION, "functions": funcs, "macros": macros,
-		"structs": structs, "ops": ops}
+		"structs": structs, "ops": ops, "includes": includes}
 
 
 def _name_line(toks, lo, brace, name):

@@ -562,6 +562,16 @@ class Analysis:
 			arch = rel.split("/")[1]
 			if arch != "x86" and not from_rel.startswith("arch/%s/" % arch):
 				return False
+		if rel.endswith(".h") and not rel.startswith("include/") and not re.match(r"arch/[^/]+/include/", rel):
+			# a driver-local header: visible from its own directory and from
+			# the files that include it by a quoted path
+			d = os.path.dirname(from_rel)
+			if os.path.dirname(rel) == d:
+				return True
+			for inc in self.facts.get(from_rel).get("includes", ()):
+				if os.path.normpath(os.path.join(d, inc)) == rel:
+					return True
+			return False
 		return True
 
 	def candidates(self, name, from_rel):
