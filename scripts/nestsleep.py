@@ -848,16 +848,29 @@ def analyse(a, ext):
 	carriers -= set(kn.sleepers) | set(waiters) | set(kn.restore)
 	extra = sorted(n for n in waiters if not any(w in n.encode() for w in WAIT_WORDS))
 	if extra:
+		# wrappers whose names the scan's tokens miss: search for their
+		# users once per file content and wrapper set
 		pat = re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, extra)))
-		more = []
+		ckey = "extra-" + sha1(" ".join(extra).encode())[:12]
+		seen = cache.load("index", ckey) or {}
+		more, dirty = [], False
 		for rel in tree.files:
-			if not tree.flags(rel) & 1:
+			if tree.flags(rel) & 1:
+				continue
+			sha = tree.sha(rel)
+			hit = seen.get(sha)
+			if hit is None:
 				try:
 					with open(tree.abs[rel], errors="replace") as f:
-						if pat.search(f.read()):
-							more.append(rel)
+						hit = bool(pat.search(f.read()))
 				except OSError:
-					pass
+					hit = False
+				seen[sha] = hit
+				dirty = True
+			if hit:
+				more.append(rel)
+		if dirty:
+			cache.store(seen, "index", ckey)
 		facts.ensure(more)
 		wait_files += more
 	log("%d wait primitives (%d found by macro expansion), %d state-carrying helpers" % (
