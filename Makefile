@@ -28,7 +28,7 @@ else
 SETUP_FLAGS := --no-tree
 endif
 
-.PHONY: all help setup coccicheck check test-fast clean-cache
+.PHONY: all help setup coccicheck check test-fast bench clean-cache
 
 all: help
 
@@ -36,6 +36,7 @@ help:
 	@echo 'nestsleep targets:'
 	@echo '  coccicheck  - find nested sleeps (MODE=report|context|org, KDIR=, M=, COCCI=, J=, V=1, SPFLAGS=, DEBUG_FILE=)'
 	@echo '  check       - run the test suite (fixtures, unit tests, real-tree checks)'
+	@echo '  bench       - time whole-tree runs (cold, warm, incremental, M=drivers/md) against the kernel'"'"'s call_kern.cocci'
 	@echo '  setup       - install Debian packages and unpack linux-source-6.1 into $(NESTSLEEP_CACHE)'
 	@echo '  clean-cache - drop the cached knowledge (not the kernel tree)'
 
@@ -50,6 +51,9 @@ coccicheck: setup
 check:
 	@bash scripts/setup.sh
 	@$(PYTHON) scripts/run_tests.py
+
+bench: setup
+	@$(PYTHON) scripts/bench.py --kdir "$(KDIR)" -j "$(J)"
 
 test-fast:
 	@$(PYTHON) scripts/run_tests.py --fast

@@ -16,7 +16,7 @@ set -euo pipefail
 readonly PACKAGES=(
 	coccinelle sparse qemu-system-x86 linux-source-6.1 busybox-static
 	flex bison bc libelf-dev libssl-dev cpio build-essential python3
-	python3-jsonschema git universal-ctags xz-utils
+	python3-jsonschema git universal-ctags xz-utils time
 )
 # tool -> Debian package that provides it
 readonly TOOLS=(
