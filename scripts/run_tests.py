@@ -54,7 +54,7 @@ class Results:
 			self.failed.append(name)
 			tag = "FAIL"
 		print("%-58s %s (%.1fs)" % (name, tag, secs), flush=True)
-		if detail and (not ok or known):
+		if detail and (not ok or known or name.startswith("realtree/")):
 			for line in detail.rstrip().splitlines()[:40]:
 				print("    " + line)
 

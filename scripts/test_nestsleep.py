@@ -203,6 +203,33 @@ class CliTest(unittest.TestCase):
 				   capture_output=True, text=True, timeout=120)
 		self.assertCleanError(r, "no kernel tree at KDIR=/nonexistent/tree")
 
+	def test_m_limits_output_not_knowledge(self):
+		"""M= prints only findings under M, but callees resolve in the whole tree."""
+		kdir = os.path.join(TOP, "fixtures", "report", "header_inline")
+		with tempfile.TemporaryDirectory() as c:
+			full = self.run_cli("--kdir", kdir, "--cache", c)
+			self.assertEqual(full.returncode, 0, full.stderr)
+			self.assertTrue(full.stdout.strip())
+			sub = self.run_cli("--kdir", kdir, "--cache", c, "--m", "drivers/x")
+			self.assertEqual(sub.stdout, full.stdout)
+			none = self.run_cli("--kdir", kdir, "--cache", c, "--m", "include")
+			self.assertEqual(none.returncode, 0, none.stderr)
+			self.assertEqual(none.stdout, "")
+
+	def test_m_external_module(self):
+		"""An absolute M= outside KDIR is analysed with KDIR's knowledge."""
+		kdir = os.path.join(TOP, "fixtures", "report", "header_inline")
+		with tempfile.TemporaryDirectory() as c, tempfile.TemporaryDirectory() as mod:
+			with open(os.path.join(mod, "ext.c"), "w") as f:
+				f.write("int ext_wait(struct hdr_dev *d)\n{\n"
+					"\treturn wait_event_interruptible(d->wq, hdr_avail(d));\n}\n")
+			r = self.run_cli("--kdir", kdir, "--cache", c, "--m", mod)
+			self.assertEqual(r.returncode, 0, r.stderr)
+			lines = r.stdout.splitlines()
+			self.assertEqual(len(lines), 1, r.stdout)
+			self.assertTrue(lines[0].startswith(os.path.realpath(os.path.join(mod, "ext.c")) + ":3:"), lines[0])
+			self.assertIn("hdr_avail -> down (warns)", lines[0])
+
 	def test_empty_tree_runs(self):
 		with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as c:
 			with open(os.path.join(d, "a.c"), "w") as f:
