@@ -69,6 +69,13 @@ def timed(name, cmd, env=None, cwd=None, log=None):
 	rss = int(field("Maximum resident set size (kbytes)") or 0)
 	res = {"run": name, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "peak_rss_mib": round(rss / 1024, 1),
 	       "exit": proc.returncode, "command": " ".join(cmd)}
+	if log:
+		# nestsleep's closing line gives the time of each phase
+		with open(log, errors="replace") as f:
+			tail = f.read().splitlines()[-1:] or [""]
+		m = re.search(r"\(([a-z]+ [0-9.]+s(?:, [a-z]+ [0-9.]+s)*)\)\s*$", tail[0])
+		if m:
+			res["phases_s"] = {k: float(v) for k, v in re.findall(r"([a-z]+) ([0-9.]+)s", m.group(1))}
 	print("bench: %s: %.1fs wall, %.1fs CPU, %.0f MiB peak, exit %d" % (
 		name, wall, cpu, rss / 1024, proc.returncode), file=sys.stderr, flush=True)
 	return res
