@@ -665,6 +665,22 @@ class Analysis:
 					out.append((rel, fn))
 		return out
 
+	def prefetch(self, pairs):
+		"""Extract, in one parallel batch, the files that may define the
+		callees in pairs [(name, from_rel)], so that resolve() finds their
+		facts ready instead of tokenizing them one by one."""
+		need = set()
+		for name, rel in pairs:
+			own = self.facts.get(rel)
+			if name in own["functions"] or name in own["macros"] or self.kn.primitive({"name": name}) == "no":
+				continue
+			if name in self.kn.sleepers:
+				continue
+			c = self.candidates(name, rel)
+			if len(c) <= MAX_CANDIDATES:
+				need.update(c)
+		self.facts.ensure(sorted(need))
+
 	# -- graph ------------------------------------------------------------
 
 	def expand(self, roots):
@@ -674,6 +690,14 @@ class Analysis:
 		while frontier and depth < MAX_DEPTH:
 			nxt = []
 			self.facts.ensure([r for r, _, _ in frontier])
+			pairs = set()
+			for rel, name, kind in frontier:
+				f = self.facts.get(rel)
+				d = f["functions"].get(name) if kind == "f" else f["macros"].get(name)
+				for c in (d or {}).get("calls", ()):
+					if not c.get("kind"):
+						pairs.add((c["name"], rel))
+			self.prefetch(pairs)
 			for node in frontier:
 				if node in self.nodes:
 					continue
@@ -846,18 +870,8 @@ def in_scope(rel, a, ext):
 	return rel == a.m or rel.startswith(a.m + "/")
 
 
-def analyse(a, ext):
-	t_start = time.time()
-	kn = Knowledge()
-	cache = Cache(a.cache)
-	times = {}
-	log("scanning %s" % a.kdir)
-	t = time.time()
-	tree = Tree(a.kdir, cache, a.jobs, ext)
-	times["scan"] = time.time() - t
-	log("scanned %d files (%d re-read) in %.1fs" % (len(tree.files), tree.scanned, times["scan"]))
-
-	facts = Facts(tree, kn, cache, a.jobs)
+def tree_knowledge(tree, facts, ana, kn, cache, times):
+	"""Wait primitives, state-carrying helpers and window names of the tree."""
 	t = time.time()
 	wait_files = [r for r in tree.files if tree.flags(r) & 1]
 	state_files = [r for r in tree.files if tree.flags(r) & 2]
@@ -904,22 +918,56 @@ def analyse(a, ext):
 	# What may sleep inside a non-running window: summarize the calls of the
 	# functions that set the task state (or call a state-carrying helper), so
 	# that the rule's window search only considers those names.
-	ana = Analysis(tree, facts, kn)
 	roots = []
 	window_calls = []
+	anchors = []
 	for rel in sorted(set(wait_files) | set(state_files)):
 		for fname, fn in sorted(facts.get(rel)["functions"].items()):
-			if not fn.get("setter") and not any(c["name"] in carriers for c in fn["calls"]):
-				continue
-			for c in fn["calls"]:
-				tg = ana.call_targets(c, rel, fname)
-				window_calls.append((c, tg))
-				roots += tg[1]
+			if fn.get("setter") or any(c["name"] in carriers for c in fn["calls"]):
+				anchors.append((rel, fname, fn))
+	ana.prefetch(set((c["name"], rel) for rel, fname, fn in anchors for c in fn["calls"] if not c.get("kind")))
+	for rel, fname, fn in anchors:
+		for c in fn["calls"]:
+			tg = ana.call_targets(c, rel, fname)
+			window_calls.append((c, tg))
+			roots += tg[1]
 	ana.expand(roots)
 	ana.summarize()
 	window = sorted(set(c["name"] for c, tg in window_calls if ana.witness(c, tg, ana.summary)))
 	times["window"] = time.time() - t
 	log("%d names may sleep inside set_current_state()/prepare_to_wait() windows" % len(window))
+
+	return waiters, carriers, window, wait_files
+
+
+def analyse(a, ext):
+	t_start = time.time()
+	kn = Knowledge()
+	cache = Cache(a.cache)
+	times = {}
+	log("scanning %s" % a.kdir)
+	t = time.time()
+	tree = Tree(a.kdir, cache, a.jobs, ext)
+	times["scan"] = time.time() - t
+	log("scanned %d files (%d re-read) in %.1fs" % (len(tree.files), tree.scanned, times["scan"]))
+
+	facts = Facts(tree, kn, cache, a.jobs)
+	ana = Analysis(tree, facts, kn)
+	# The tree-wide knowledge (wait primitives, state-carrying helpers, names
+	# that may sleep in a window) depends on every file's content: keep it
+	# under a digest of the whole tree, so that a warm run skips it.
+	tdig = sha1((kn.digest + str(cfacts.FACTS_VERSION) + "".join(
+		"%s %s\n" % (rel, tree.files[rel][0]) for rel in sorted(tree.files))).encode())[:16]
+	know = cache.load("index", "tree-" + tdig)
+	if know is not None:
+		waiters, carriers, window, wait_files = know
+		carriers = set(carriers)
+		times["facts"] = times["window"] = 0.0
+		log("tree knowledge cached: %d wait primitives, %d state-carrying helpers, %d window names" % (
+			len(waiters), len(carriers), len(window)))
+	else:
+		waiters, carriers, window, wait_files = tree_knowledge(tree, facts, ana, kn, cache, times)
+		cache.store((waiters, sorted(carriers), window, wait_files), "index", "tree-" + tdig)
 
 	if a.only is not None:
 		targets = [r for r in a.only if r in tree.files]
@@ -929,6 +977,7 @@ def analyse(a, ext):
 		facts.ensure(targets)
 	else:
 		targets = sorted(r for r in set(wait_files) if in_scope(r, a, ext))
+		facts.ensure(targets)
 
 	tmp = tempfile.mkdtemp(prefix="nestsleep-")
 	try:

@@ -230,6 +230,18 @@ class CliTest(unittest.TestCase):
 			self.assertTrue(lines[0].startswith(os.path.realpath(os.path.join(mod, "ext.c")) + ":3:"), lines[0])
 			self.assertIn("hdr_avail -> down (warns)", lines[0])
 
+	def test_warm_run_matches_cold_run(self):
+		"""The cached tree knowledge gives the same findings as a cold run."""
+		kdir = os.path.join(TOP, "fixtures", "report", "cross_file")
+		with tempfile.TemporaryDirectory() as c:
+			cold = self.run_cli("--kdir", kdir, "--cache", c)
+			warm = self.run_cli("--kdir", kdir, "--cache", c)
+			self.assertEqual(cold.returncode, 0, cold.stderr)
+			self.assertNotIn("tree knowledge cached", cold.stderr)
+			self.assertIn("tree knowledge cached", warm.stderr)
+			self.assertTrue(cold.stdout.strip())
+			self.assertEqual(warm.stdout, cold.stdout)
+
 	def test_empty_tree_runs(self):
 		with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as c:
 			with open(os.path.join(d, "a.c"), "w") as f:

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * before.c - the "before" wait bodies: nested sleeps, as nestsleep finds
+ * them in the kernel.
+ *
+ * Each wait is alone in a small function, so that nestsleep MODE=patch can
+ * rewrite this file into after.c; the "after" form is generated, never
+ * written by hand.  Every condition (or loop body) below takes ctx->lock, a
+ * mutex, while the task state is not TASK_RUNNING.  Under
+ * CONFIG_DEBUG_ATOMIC_SLEEP=y each one prints, once per clear_warn_once:
+ *
+ *   do not call blocking ops when !TASK_RUNNING; state=2 set at ...
+ *
+ * nst_wait_event_timeout_msleep() is the silent kind: msleep() in the
+ * condition resets the state with no warning, and the wait spins.
+ */
+#include <linux/delay.h>
+#include <linux/mutex.h>
+#include <linux/sched.h>
+#include <linux/wait.h>
+
+#include "nst.h"
+
+/* The condition: it takes a mutex, so it may sleep. */
+static noinline bool nst_reached(struct nst_ctx *ctx)
+{
+	bool reached;
+
+	mutex_lock(&ctx->lock);
+	ctx->evals++;
+	reached = ctx->seq >= ctx->target;
+	mutex_unlock(&ctx->lock);
+	return reached;
+}
+
+/* A condition that sleeps without warning: msleep() sets TASK_RUNNING. */
+static noinline bool nst_reached_slowly(struct nst_ctx *ctx)
+{
+	ctx->evals++;
+	msleep(1);
+	return READ_ONCE(ctx->seq) >= READ_ONCE(ctx->target);
+}
+
+void nst_wait_event(struct nst_ctx *ctx)
+{
+	wait_event(ctx->wq, nst_reached(ctx));
+}
+
+int nst_wait_event_interruptible(struct nst_ctx *ctx)
+{
+	return wait_event_interruptible(ctx->wq, nst_reached(ctx));
+}
+
+long nst_wait_event_timeout(struct nst_ctx *ctx, long timeout)
+{
+	return wait_event_timeout(ctx->wq, nst_reached(ctx), timeout);
+}
+
+long nst_wait_event_interruptible_timeout(struct nst_ctx *ctx, long timeout)
+{
+	return wait_event_interruptible_timeout(ctx->wq, nst_reached(ctx),
+						timeout);
+}
+
+int nst_wait_event_killable(struct nst_ctx *ctx)
+{
+	return wait_event_killable(ctx->wq, nst_reached(ctx));
+}
+
+void nst_prepare_to_wait_loop(struct nst_ctx *ctx)
+{
+	DEFINE_WAIT(wait);
+
+	for (;;) {
+		prepare_to_wait(&ctx->wq, &wait, TASK_UNINTERRUPTIBLE);
+		if (nst_reached(ctx))
+			break;
+		schedule();
+	}
+	finish_wait(&ctx->wq, &wait);
+}
+
+void nst_set_current_state_loop(struct nst_ctx *ctx)
+{
+	for (;;) {
+		set_current_state(TASK_UNINTERRUPTIBLE);
+		if (nst_reached(ctx))
+			break;
+		schedule();
+	}
+	__set_current_state(TASK_RUNNING);
+}
+
+long nst_wait_event_timeout_msleep(struct nst_ctx *ctx, long timeout)
+{
+	return wait_event_timeout(ctx->wq, nst_reached_slowly(ctx), timeout);
+}

@@ -1,0 +1,826 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * nestsleep_test.c - the runtime proof for nestsleep's rewrites, in KTAP.
+ *
+ * The wait bodies live in before.c (or in the after.c that nestsleep
+ * MODE=patch generates from it); Kbuild links one of them in, chosen by
+ * NST_VARIANT.  This file only drives them: waiter and waker kthreads,
+ * signals, timing, and the KTAP report.
+ *
+ * The module runs one case per write, so that the init script can reset
+ * the scheduler's WARN_ONCE between cases and each "before" case prints
+ * its own "do not call blocking ops when !TASK_RUNNING":
+ *
+ *   insmod nestsleep_tests.ko [rounds=N] [bound_ms=N] [only=a,stress_*]
+ *   P=/sys/module/nestsleep_tests/parameters
+ *   for c in $(cat $P/cases); do
+ *           echo 1 > /sys/kernel/debug/clear_warn_once
+ *           echo $c > $P/run
+ *   done
+ *   rmmod nestsleep_tests
+ *
+ * Output: "KTAP version 1" and "1..N" at load, then "ok N name" or
+ * "not ok N name" per case, with "# " diagnostics.  Before a case that
+ * the linked variant is expected to warn in, the module prints
+ *
+ *   # expect-splat: do not call blocking ops when !TASK_RUNNING
+ *
+ * so that the parser (kernel-boot/nsboot_parser.py) tells the expected
+ * splats from the unexpected ones.  The "after" form expects none.
+ */
+#include <linux/completion.h>
+#include <linux/cpumask.h>
+#include <linux/delay.h>
+#include <linux/err.h>
+#include <linux/jiffies.h>
+#include <linux/kthread.h>
+#include <linux/ktime.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/mutex.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/wait.h>
+
+#include "nst.h"
+
+#ifndef NST_VARIANT
+#define NST_VARIANT "before"
+#endif
+
+#define NST_SPLAT "do not call blocking ops when !TASK_RUNNING"
+
+static unsigned long rounds = 10000;
+module_param(rounds, ulong, 0644);
+MODULE_PARM_DESC(rounds, "wait/wake rounds per stress case (0 skips them)");
+
+static unsigned int bound_ms = 1000;
+module_param(bound_ms, uint, 0644);
+MODULE_PARM_DESC(bound_ms, "a wait not woken within this is a lost wakeup");
+
+static char *only;
+module_param(only, charp, 0444);
+MODULE_PARM_DESC(only, "comma-separated case names to run (a trailing * matches a prefix)");
+
+enum nst_verdict { NST_PASS, NST_FAIL, NST_SKIP };
+
+/* What a wait returns. */
+enum nst_kind {
+	NST_VOID,	/* nothing: the condition must hold */
+	NST_ERR,	/* 0, or -ERESTARTSYS on a signal */
+	NST_REMAIN,	/* the remaining jiffies (>= 1), or 0 on timeout */
+};
+
+struct nst_variant {
+	const char *name;
+	long (*wait)(struct nst_ctx *ctx, long timeout);
+	enum nst_kind kind;
+	bool wake_process;	/* woken by wake_up_process(), not wake_up() */
+};
+
+static long nst_v_wait_event(struct nst_ctx *ctx, long timeout)
+{
+	nst_wait_event(ctx);
+	return 0;
+}
+
+static long nst_v_interruptible(struct nst_ctx *ctx, long timeout)
+{
+	return nst_wait_event_interruptible(ctx);
+}
+
+static long nst_v_timeout(struct nst_ctx *ctx, long timeout)
+{
+	return nst_wait_event_timeout(ctx, timeout);
+}
+
+static long nst_v_interruptible_timeout(struct nst_ctx *ctx, long timeout)
+{
+	return nst_wait_event_interruptible_timeout(ctx, timeout);
+}
+
+static long nst_v_killable(struct nst_ctx *ctx, long timeout)
+{
+	return nst_wait_event_killable(ctx);
+}
+
+static long nst_v_prepare_to_wait(struct nst_ctx *ctx, long timeout)
+{
+	nst_prepare_to_wait_loop(ctx);
+	return 0;
+}
+
+static long nst_v_set_current_state(struct nst_ctx *ctx, long timeout)
+{
+	nst_set_current_state_loop(ctx);
+	return 0;
+}
+
+enum {
+	V_WAIT_EVENT, V_INTERRUPTIBLE, V_TIMEOUT, V_INTERRUPTIBLE_TIMEOUT,
+	V_KILLABLE, V_PREPARE_TO_WAIT, V_SET_CURRENT_STATE,
+};
+
+static const struct nst_variant nst_variants[] = {
+	[V_WAIT_EVENT] = { "wait_event", nst_v_wait_event, NST_VOID, false },
+	[V_INTERRUPTIBLE] = { "wait_event_interruptible", nst_v_interruptible, NST_ERR, false },
+	[V_TIMEOUT] = { "wait_event_timeout", nst_v_timeout, NST_REMAIN, false },
+	[V_INTERRUPTIBLE_TIMEOUT] = { "wait_event_interruptible_timeout",
+				      nst_v_interruptible_timeout, NST_REMAIN, false },
+	[V_KILLABLE] = { "wait_event_killable", nst_v_killable, NST_ERR, false },
+	[V_PREPARE_TO_WAIT] = { "prepare_to_wait_loop", nst_v_prepare_to_wait, NST_VOID, false },
+	[V_SET_CURRENT_STATE] = { "set_current_state_loop", nst_v_set_current_state, NST_VOID, true },
+};
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static bool nst_is_before(void)
+{
+	return !strcmp(NST_VARIANT, "before");
+}
+
+static void nst_ctx_init(struct nst_ctx *ctx)
+{
+	mutex_init(&ctx->lock);
+	init_waitqueue_head(&ctx->wq);
+	ctx->seq = 0;
+	ctx->target = 1;
+	ctx->evals = 0;
+	ctx->waiter = NULL;
+}
+
+static void nst_wake(struct nst_ctx *ctx, bool process)
+{
+	struct task_struct *waiter = READ_ONCE(ctx->waiter);
+
+	if (process) {
+		if (waiter)
+			wake_up_process(waiter);
+	} else {
+		wake_up(&ctx->wq);
+	}
+}
+
+/* The waker: advance seq under the lock, then wake. */
+static void nst_advance(struct nst_ctx *ctx, unsigned long seq, bool process)
+{
+	mutex_lock(&ctx->lock);
+	if (ctx->seq < seq)
+		ctx->seq = seq;
+	mutex_unlock(&ctx->lock);
+	nst_wake(ctx, process);
+}
+
+static bool nst_reached_now(struct nst_ctx *ctx)
+{
+	return READ_ONCE(ctx->seq) >= READ_ONCE(ctx->target);
+}
+
+/* A kthread that runs fn once, with a signal allowed if asked. */
+struct nst_thread {
+	struct task_struct *task;
+	struct completion started;
+	struct completion done;
+	void (*fn)(struct nst_thread *t);
+	void *data;
+	int signal;
+	long ret;
+	s64 elapsed_ms;
+};
+
+static bool nst_stuck;	/* an earlier case left a thread behind */
+
+static int nst_thread_fn(void *arg)
+{
+	struct nst_thread *t = arg;
+	ktime_t t0;
+
+	if (t->signal)
+		allow_signal(t->signal);
+	complete(&t->started);
+	t0 = ktime_get();
+	t->fn(t);
+	t->elapsed_ms = ktime_ms_delta(ktime_get(), t0);
+	if (t->signal)
+		flush_signals(current);
+	complete(&t->done);
+	return 0;
+}
+
+static int nst_thread_start(struct nst_thread *t, const char *name, int cpu)
+{
+	init_completion(&t->started);
+	init_completion(&t->done);
+	t->task = kthread_create(nst_thread_fn, t, "nst/%s", name);
+	if (IS_ERR(t->task)) {
+		int err = PTR_ERR(t->task);
+
+		t->task = NULL;
+		return err;
+	}
+	get_task_struct(t->task);
+	if (cpu >= 0)
+		kthread_bind(t->task, cpu);
+	wake_up_process(t->task);
+	wait_for_completion(&t->started);
+	return 0;
+}
+
+/* Wait up to secs for the thread's fn to return (no hung-task report). */
+static bool nst_thread_wait(struct nst_thread *t, unsigned int secs)
+{
+	unsigned long deadline = jiffies + secs * HZ;
+
+	while (!wait_for_completion_timeout(&t->done, HZ / 10 + 1))
+		if (time_after(jiffies, deadline))
+			return false;
+	return true;
+}
+
+/* Reap a thread that has finished; leak (and pin the module) if it has not. */
+static void nst_thread_put(struct nst_thread *t)
+{
+	if (!t->task)
+		return;
+	if (!completion_done(&t->done)) {
+		pr_err("# %s is stuck; the module stays loaded\n", t->task->comm);
+		if (!nst_stuck)
+			__module_get(THIS_MODULE);
+		nst_stuck = true;
+		return;
+	}
+	kthread_stop(t->task);
+	put_task_struct(t->task);
+	t->task = NULL;
+}
+
+/*
+ * Wait until the waiter sleeps: its state is not TASK_RUNNING and its
+ * condition count stays put for 10 ms.
+ */
+static bool nst_wait_asleep(struct nst_ctx *ctx, struct task_struct *task)
+{
+	unsigned long deadline = jiffies + 5 * HZ;
+
+	while (time_before(jiffies, deadline)) {
+		unsigned long evals = READ_ONCE(ctx->evals);
+
+		if (!task_is_running(task)) {
+			msleep(10);
+			if (!task_is_running(task) && READ_ONCE(ctx->evals) == evals)
+				return true;
+		} else {
+			usleep_range(500, 1000);
+		}
+	}
+	return false;
+}
+
+static int nst_cpu(int nth)
+{
+	int cpu = cpumask_first(cpu_online_mask);
+
+	if (nth == 0)
+		return cpu;
+	cpu = cpumask_next(cpu, cpu_online_mask);
+	return cpu < nr_cpu_ids ? cpu : -1;
+}
+
+/* ---- the cases ---------------------------------------------------------- */
+
+struct nst_case {
+	const char *name;
+	enum nst_verdict (*run)(const struct nst_case *c);
+	int variant;			/* index into nst_variants, or -1 */
+	int signal;			/* for the signal cases */
+	unsigned int before_splats;	/* warnings the "before" form prints */
+};
+
+/* One waiter thread on one context, the main thread as the waker. */
+struct nst_single {
+	struct nst_ctx ctx;
+	const struct nst_variant *v;
+	long timeout;
+	bool reached;
+};
+
+static void nst_single_waiter(struct nst_thread *t)
+{
+	struct nst_single *s = t->data;
+
+	WRITE_ONCE(s->ctx.waiter, current);
+	t->ret = s->v->wait(&s->ctx, s->timeout);
+	s->reached = nst_reached_now(&s->ctx);
+}
+
+static struct nst_single *nst_single_new(const struct nst_case *c, long timeout)
+{
+	struct nst_single *s = kzalloc(sizeof(*s), GFP_KERNEL);
+
+	if (!s)
+		return NULL;
+	nst_ctx_init(&s->ctx);
+	s->v = &nst_variants[c->variant];
+	s->timeout = timeout;
+	return s;
+}
+
+/* Finish a single-waiter case: rescue a waiter that did not return. */
+static bool nst_single_finish(const struct nst_case *c, struct nst_single *s,
+			      struct nst_thread *t, unsigned int secs)
+{
+	bool ok = nst_thread_wait(t, secs);
+
+	if (!ok) {
+		pr_info("# %s: the waiter did not return within %u s; waking it\n",
+			c->name, secs);
+		nst_advance(&s->ctx, ULONG_MAX, s->v->wake_process);
+		nst_thread_wait(t, 5);
+	}
+	nst_thread_put(t);
+	return ok;
+}
+
+/* Each variant: the waker makes the condition true; the wait returns. */
+static enum nst_verdict nst_case_variant(const struct nst_case *c)
+{
+	struct nst_thread t = { .fn = nst_single_waiter };
+	struct nst_single *s = nst_single_new(c, 10 * HZ);
+	bool asleep, returned, good;
+
+	if (!s)
+		return NST_FAIL;
+	t.data = s;
+	if (nst_thread_start(&t, c->name, nst_cpu(0))) {
+		kfree(s);
+		return NST_FAIL;
+	}
+	asleep = nst_wait_asleep(&s->ctx, t.task);
+	nst_advance(&s->ctx, 1, s->v->wake_process);
+	returned = nst_single_finish(c, s, &t, 10);
+	switch (s->v->kind) {
+	case NST_VOID:
+		good = s->reached;
+		break;
+	case NST_ERR:
+		good = t.ret == 0 && s->reached;
+		break;
+	default:
+		good = t.ret > 0 && t.ret <= s->timeout && s->reached;
+		break;
+	}
+	pr_info("# %s: %s ret=%ld reached=%d evals=%lu asleep=%d elapsed_ms=%lld\n",
+		c->name, s->v->name, t.ret, s->reached, s->ctx.evals, asleep,
+		t.elapsed_ms);
+	if (!t.task)		/* a stuck waiter keeps its context */
+		kfree(s);
+	return returned && good ? NST_PASS : NST_FAIL;
+}
+
+/* A timed wait whose condition never comes true returns 0 after its timeout. */
+static enum nst_verdict nst_case_timeout_expires(const struct nst_case *c)
+{
+	const unsigned int ms = 100;
+	struct nst_thread t = { .fn = nst_single_waiter };
+	struct nst_single *s = nst_single_new(c, msecs_to_jiffies(ms));
+	bool returned, good;
+
+	if (!s)
+		return NST_FAIL;
+	t.data = s;
+	if (nst_thread_start(&t, c->name, nst_cpu(0))) {
+		kfree(s);
+		return NST_FAIL;
+	}
+	returned = nst_single_finish(c, s, &t, 10);
+	/* jiffies granularity below, TCG slowness above */
+	good = t.ret == 0 && !s->reached &&
+	       t.elapsed_ms >= ms - jiffies_to_msecs(1) && t.elapsed_ms < ms + 5000;
+	pr_info("# %s: %s(%u ms) ret=%ld elapsed_ms=%lld evals=%lu\n",
+		c->name, s->v->name, ms, t.ret, t.elapsed_ms, s->ctx.evals);
+	if (!t.task)
+		kfree(s);
+	return returned && good ? NST_PASS : NST_FAIL;
+}
+
+/* A timed wait whose condition comes true returns a positive remainder. */
+static enum nst_verdict nst_case_remainder(const struct nst_case *c)
+{
+	struct nst_thread t = { .fn = nst_single_waiter };
+	struct nst_single *s = nst_single_new(c, 10 * HZ);
+	bool returned, good;
+
+	if (!s)
+		return NST_FAIL;
+	t.data = s;
+	if (nst_thread_start(&t, c->name, nst_cpu(0))) {
+		kfree(s);
+		return NST_FAIL;
+	}
+	nst_wait_asleep(&s->ctx, t.task);
+	nst_advance(&s->ctx, 1, false);
+	returned = nst_single_finish(c, s, &t, 15);
+	good = t.ret > 0 && t.ret <= s->timeout && s->reached;
+	pr_info("# %s: %s(%ld jiffies) ret=%ld reached=%d elapsed_ms=%lld\n",
+		c->name, s->v->name, s->timeout, t.ret, s->reached, t.elapsed_ms);
+	if (!t.task)
+		kfree(s);
+	return returned && good ? NST_PASS : NST_FAIL;
+}
+
+/*
+ * _interruptible waits return -ERESTARTSYS on a signal, _killable ones on
+ * SIGKILL: a kthread with allow_signal() waits, the main thread signals it.
+ */
+static enum nst_verdict nst_case_signal(const struct nst_case *c)
+{
+	struct nst_thread t = { .fn = nst_single_waiter, .signal = c->signal };
+	struct nst_single *s = nst_single_new(c, 10 * HZ);
+	bool asleep, returned, good;
+
+	if (!s)
+		return NST_FAIL;
+	t.data = s;
+	if (nst_thread_start(&t, c->name, nst_cpu(0))) {
+		kfree(s);
+		return NST_FAIL;
+	}
+	asleep = nst_wait_asleep(&s->ctx, t.task);
+	send_sig(c->signal, t.task, 1);
+	returned = nst_single_finish(c, s, &t, 10);
+	good = t.ret == -ERESTARTSYS && !s->reached;
+	pr_info("# %s: %s ret=%ld (want %d) signal=%d asleep=%d elapsed_ms=%lld\n",
+		c->name, s->v->name, t.ret, -ERESTARTSYS, c->signal, asleep,
+		t.elapsed_ms);
+	if (!t.task)
+		kfree(s);
+	return returned && good ? NST_PASS : NST_FAIL;
+}
+
+/* A _killable wait sleeps on through a non-fatal signal. */
+static enum nst_verdict nst_case_killable_ignores(const struct nst_case *c)
+{
+	struct nst_thread t = { .fn = nst_single_waiter, .signal = c->signal };
+	struct nst_single *s = nst_single_new(c, 10 * HZ);
+	bool returned, early, good;
+
+	if (!s)
+		return NST_FAIL;
+	t.data = s;
+	if (nst_thread_start(&t, c->name, nst_cpu(0))) {
+		kfree(s);
+		return NST_FAIL;
+	}
+	nst_wait_asleep(&s->ctx, t.task);
+	send_sig(c->signal, t.task, 1);
+	msleep(100);
+	early = completion_done(&t.done);
+	nst_advance(&s->ctx, 1, false);
+	returned = nst_single_finish(c, s, &t, 10);
+	good = !early && t.ret == 0 && s->reached;
+	pr_info("# %s: %s ret=%ld returned_on_signal=%d reached=%d\n",
+		c->name, s->v->name, t.ret, early, s->reached);
+	if (!t.task)
+		kfree(s);
+	return returned && good ? NST_PASS : NST_FAIL;
+}
+
+/*
+ * The silent kind: msleep() in the condition resets the task state without
+ * a warning.  The damage shows as a spinning wait: the condition of a
+ * 200 ms wait_event_timeout() that is never woken runs about twice when the
+ * wait sleeps, and about once per msleep(1) when it spins.  The "before"
+ * form must spin (the test can see the bug); any other form must not.
+ */
+static enum nst_verdict nst_case_msleep(const struct nst_case *c)
+{
+	const unsigned int ms = 200;
+	struct nst_single *s = kzalloc(sizeof(*s), GFP_KERNEL);
+	bool spun, good;
+	s64 elapsed_ms;
+	long ret;
+	ktime_t t0;
+
+	if (!s)
+		return NST_FAIL;
+	nst_ctx_init(&s->ctx);
+	t0 = ktime_get();
+	ret = nst_wait_event_timeout_msleep(&s->ctx, msecs_to_jiffies(ms));
+	elapsed_ms = ktime_ms_delta(ktime_get(), t0);
+	spun = s->ctx.evals > 10;
+	good = ret == 0 && (nst_is_before() ? spun : !spun);
+	pr_info("# %s: the condition ran %lu times in %lld ms (%s); ret=%ld\n",
+		c->name, s->ctx.evals, elapsed_ms,
+		spun ? "the wait spun" : "the wait slept", ret);
+	if (nst_is_before())
+		pr_info("# %s: the \"before\" form must spin, to show the silent damage\n",
+			c->name);
+	kfree(s);
+	return good ? NST_PASS : NST_FAIL;
+}
+
+/*
+ * The stress test: rounds wait/wake rounds between a waiter kthread on one
+ * CPU and a waker kthread on another.  Each round, the waker advances seq
+ * and wakes, then waits bound_ms for the waiter's ack; a round not acked
+ * in time is a lost wakeup, and the waker wakes again (up to 10 times) so
+ * that the test fails instead of hanging.
+ */
+struct nst_stress {
+	struct nst_ctx ctx;
+	const struct nst_variant *v;
+	unsigned long rounds;
+	long bound;
+	wait_queue_head_t ackwq;
+	unsigned long ack;
+	unsigned long done;
+	unsigned long lost;	/* waker: a wake not acked within the bound */
+	unsigned long early;	/* waiter: returned without its condition */
+	unsigned long timeouts;	/* waiter: a timed wait expired */
+	unsigned long errors;	/* waiter: an unexpected return value */
+	s64 max_us;
+	bool abort;
+};
+
+static void nst_stress_waiter(struct nst_thread *t)
+{
+	struct nst_stress *s = t->data;
+	struct nst_ctx *ctx = &s->ctx;
+	unsigned long i;
+
+	for (i = 1; i <= s->rounds && !READ_ONCE(s->abort); i++) {
+		ktime_t t0;
+		long ret;
+		s64 us;
+
+		mutex_lock(&ctx->lock);
+		ctx->target = i;
+		mutex_unlock(&ctx->lock);
+		t0 = ktime_get();
+		ret = s->v->wait(ctx, 10 * s->bound);
+		us = ktime_us_delta(ktime_get(), t0);
+		if (us > s->max_us)
+			s->max_us = us;
+		if (s->v->kind == NST_REMAIN && ret == 0)
+			s->timeouts++;
+		else if (s->v->kind == NST_ERR && ret != 0)
+			s->errors++;
+		if (READ_ONCE(ctx->seq) < i)
+			s->early++;
+		s->done = i;
+		WRITE_ONCE(s->ack, i);
+		wake_up(&s->ackwq);
+	}
+}
+
+static void nst_stress_waker(struct nst_thread *t)
+{
+	struct nst_stress *s = t->data;
+	unsigned long i;
+
+	for (i = 1; i <= s->rounds; i++) {
+		unsigned int tries = 0;
+
+		nst_advance(&s->ctx, i, s->v->wake_process);
+		while (!wait_event_timeout(s->ackwq, READ_ONCE(s->ack) >= i, s->bound)) {
+			if (!tries++)
+				s->lost++;
+			if (tries > 10) {
+				WRITE_ONCE(s->abort, true);
+				nst_advance(&s->ctx, ULONG_MAX, s->v->wake_process);
+				return;
+			}
+			nst_wake(&s->ctx, s->v->wake_process);
+		}
+	}
+}
+
+static enum nst_verdict nst_case_stress(const struct nst_case *c)
+{
+	struct nst_thread waiter = { .fn = nst_stress_waiter };
+	struct nst_thread waker = { .fn = nst_stress_waker };
+	unsigned int secs = 60 + rounds / 50;
+	int cpu0 = nst_cpu(0), cpu1 = nst_cpu(1);
+	struct nst_stress *s;
+	bool finished;
+
+	if (!rounds)
+		return NST_SKIP;
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		return NST_FAIL;
+	nst_ctx_init(&s->ctx);
+	s->ctx.target = 0;
+	init_waitqueue_head(&s->ackwq);
+	s->v = &nst_variants[c->variant];
+	s->rounds = rounds;
+	s->bound = msecs_to_jiffies(bound_ms) ?: 1;
+	waiter.data = s;
+	waker.data = s;
+	if (nst_thread_start(&waiter, "waiter", cpu0)) {
+		kfree(s);
+		return NST_FAIL;
+	}
+	WRITE_ONCE(s->ctx.waiter, waiter.task);
+	if (nst_thread_start(&waker, "waker", cpu1)) {
+		WRITE_ONCE(s->abort, true);
+		nst_advance(&s->ctx, ULONG_MAX, s->v->wake_process);
+		nst_thread_wait(&waiter, 10);
+		nst_thread_put(&waiter);
+		return NST_FAIL;
+	}
+	finished = nst_thread_wait(&waker, secs) && nst_thread_wait(&waiter, 10);
+	if (!finished) {
+		WRITE_ONCE(s->abort, true);
+		nst_advance(&s->ctx, ULONG_MAX, s->v->wake_process);
+		nst_thread_wait(&waiter, 5);
+	}
+	nst_thread_put(&waker);
+	nst_thread_put(&waiter);
+	pr_info("# %s: %s rounds=%lu/%lu lost=%lu early=%lu timeouts=%lu errors=%lu max_wait_us=%lld bound_ms=%u cpus=%d,%d elapsed_ms=%lld\n",
+		c->name, s->v->name, s->done, s->rounds, s->lost, s->early,
+		s->timeouts, s->errors, s->max_us, bound_ms, cpu0, cpu1,
+		waiter.elapsed_ms);
+	if (cpu1 < 0)
+		pr_info("# %s: only one CPU online; the waker shares it\n", c->name);
+	if (finished && s->done == s->rounds && !s->lost && !s->early &&
+	    !s->timeouts && !s->errors && !s->abort) {
+		kfree(s);
+		return NST_PASS;
+	}
+	if (!waiter.task && !waker.task)
+		kfree(s);
+	return NST_FAIL;
+}
+
+static const struct nst_case nst_cases[] = {
+	/* one case per wait variant: the waker makes the condition true */
+	{ "wait_event", nst_case_variant, V_WAIT_EVENT, 0, 1 },
+	{ "wait_event_interruptible", nst_case_variant, V_INTERRUPTIBLE, 0, 1 },
+	{ "wait_event_timeout", nst_case_variant, V_TIMEOUT, 0, 1 },
+	{ "wait_event_interruptible_timeout", nst_case_variant, V_INTERRUPTIBLE_TIMEOUT, 0, 1 },
+	{ "wait_event_killable", nst_case_variant, V_KILLABLE, 0, 1 },
+	{ "prepare_to_wait_loop", nst_case_variant, V_PREPARE_TO_WAIT, 0, 1 },
+	{ "set_current_state_loop", nst_case_variant, V_SET_CURRENT_STATE, 0, 1 },
+	/* semantics: the same results before and after the rewrite */
+	{ "timeout_expires", nst_case_timeout_expires, V_TIMEOUT, 0, 1 },
+	{ "interruptible_timeout_expires", nst_case_timeout_expires, V_INTERRUPTIBLE_TIMEOUT, 0, 1 },
+	{ "timeout_remainder", nst_case_remainder, V_TIMEOUT, 0, 1 },
+	{ "interruptible_timeout_remainder", nst_case_remainder, V_INTERRUPTIBLE_TIMEOUT, 0, 1 },
+	{ "interruptible_signal", nst_case_signal, V_INTERRUPTIBLE, SIGUSR1, 1 },
+	{ "interruptible_timeout_signal", nst_case_signal, V_INTERRUPTIBLE_TIMEOUT, SIGUSR1, 1 },
+	{ "killable_sigkill", nst_case_signal, V_KILLABLE, SIGKILL, 1 },
+	{ "killable_ignores_sigusr1", nst_case_killable_ignores, V_KILLABLE, SIGUSR1, 1 },
+	/* the silent kind: no warning, a spinning wait */
+	{ "msleep_in_condition", nst_case_msleep, -1, 0, 0 },
+	/* no lost wakeup in rounds wait/wake rounds across two CPUs */
+	{ "stress_wait_event", nst_case_stress, V_WAIT_EVENT, 0, 1 },
+	{ "stress_wait_event_interruptible", nst_case_stress, V_INTERRUPTIBLE, 0, 1 },
+	{ "stress_wait_event_timeout", nst_case_stress, V_TIMEOUT, 0, 1 },
+	{ "stress_wait_event_interruptible_timeout", nst_case_stress, V_INTERRUPTIBLE_TIMEOUT, 0, 1 },
+	{ "stress_wait_event_killable", nst_case_stress, V_KILLABLE, 0, 1 },
+	{ "stress_prepare_to_wait_loop", nst_case_stress, V_PREPARE_TO_WAIT, 0, 1 },
+	{ "stress_set_current_state_loop", nst_case_stress, V_SET_CURRENT_STATE, 0, 1 },
+};
+
+/* ---- selection, KTAP, and the module parameters ------------------------ */
+
+static unsigned int nst_pass, nst_fail, nst_skip;
+
+static bool nst_selected(const char *name)
+{
+	const char *p = only;
+
+	if (!p || !*p)
+		return true;
+	while (*p) {
+		size_t len = strcspn(p, ",");
+
+		if (len && p[len - 1] == '*') {
+			if (!strncmp(name, p, len - 1))
+				return true;
+		} else if (len == strlen(name) && !strncmp(name, p, len)) {
+			return true;
+		}
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
+static void nst_run_case(unsigned int number, const struct nst_case *c)
+{
+	enum nst_verdict v;
+	unsigned int i;
+
+	if (nst_stuck) {
+		pr_info("ok %u %s # SKIP an earlier case left a thread stuck\n",
+			number, c->name);
+		nst_skip++;
+		return;
+	}
+	if (nst_is_before())
+		for (i = 0; i < c->before_splats; i++)
+			pr_info("# expect-splat: " NST_SPLAT "\n");
+	v = c->run(c);
+	switch (v) {
+	case NST_PASS:
+		pr_info("ok %u %s\n", number, c->name);
+		nst_pass++;
+		break;
+	case NST_SKIP:
+		pr_info("ok %u %s # SKIP rounds=0\n", number, c->name);
+		nst_skip++;
+		break;
+	default:
+		pr_info("not ok %u %s\n", number, c->name);
+		nst_fail++;
+		break;
+	}
+}
+
+static int nst_run_set(const char *val, const struct kernel_param *kp)
+{
+	char buf[64], *name;
+	unsigned int i, number = 0;
+
+	strscpy(buf, val, sizeof(buf));
+	name = strim(buf);
+	for (i = 0; i < ARRAY_SIZE(nst_cases); i++) {
+		if (!nst_selected(nst_cases[i].name))
+			continue;
+		number++;
+		if (!strcmp(name, nst_cases[i].name)) {
+			nst_run_case(number, &nst_cases[i]);
+			return 0;
+		}
+	}
+	pr_err("nestsleep_tests: no selected case '%s'\n", name);
+	return -EINVAL;
+}
+
+static int nst_run_get(char *buf, const struct kernel_param *kp)
+{
+	return scnprintf(buf, PAGE_SIZE, "\n");
+}
+
+static const struct kernel_param_ops nst_run_ops = {
+	.set = nst_run_set,
+	.get = nst_run_get,
+};
+module_param_cb(run, &nst_run_ops, NULL, 0600);
+MODULE_PARM_DESC(run, "write a case name to run it");
+
+static int nst_cases_set(const char *val, const struct kernel_param *kp)
+{
+	return -EPERM;
+}
+
+static int nst_cases_get(char *buf, const struct kernel_param *kp)
+{
+	int len = 0;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(nst_cases); i++)
+		if (nst_selected(nst_cases[i].name))
+			len += scnprintf(buf + len, PAGE_SIZE - len, "%s%s",
+					 len ? " " : "", nst_cases[i].name);
+	len += scnprintf(buf + len, PAGE_SIZE - len, "\n");
+	return len;
+}
+
+static const struct kernel_param_ops nst_cases_ops = {
+	.set = nst_cases_set,
+	.get = nst_cases_get,
+};
+module_param_cb(cases, &nst_cases_ops, NULL, 0444);
+MODULE_PARM_DESC(cases, "the selected cases, in run order (read-only)");
+
+static int __init nst_init(void)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < ARRAY_SIZE(nst_cases); i++)
+		n += nst_selected(nst_cases[i].name);
+	pr_info("KTAP version 1\n");
+	pr_info("1..%u\n", n);
+	pr_info("# nestsleep_tests: variant=%s rounds=%lu bound_ms=%u online_cpus=%u HZ=%u\n",
+		NST_VARIANT, rounds, bound_ms, num_online_cpus(), HZ);
+	return 0;
+}
+
+static void __exit nst_exit(void)
+{
+	pr_info("# nestsleep_tests: pass:%u fail:%u skip:%u\n",
+		nst_pass, nst_fail, nst_skip);
+}
+
+module_init(nst_init);
+module_exit(nst_exit);
+
+MODULE_DESCRIPTION("nestsleep runtime proof: nested sleeps in wait loops, before and after the rewrite");
+MODULE_LICENSE("GPL");
