@@ -1198,6 +1198,8 @@ def main(argv):
 		ext = check_inputs(a)
 		if not _is_nestsleep_rule(a.cocci):
 			return run_plain(a)
+		print("\nPlease check for false positives in the output before submitting a patch.\n"
+		      "Each finding names its chain and a confidence; see README.md.\n", file=sys.stderr)
 		findings, cov, times, tree, facts = analyse(a, ext)
 	except UserError as e:
 		log("error: %s" % e)

@@ -299,12 +299,18 @@ struct nst_case {
 	unsigned int before_splats;	/* warnings the "before" form prints */
 };
 
-/* One waiter thread on one context, the main thread as the waker. */
+/*
+ * One waiter thread on one context, the main thread as the waker.  It is
+ * allocated, thread included, so that a stuck waiter never points into a
+ * dead stack frame: a stuck case leaks it on purpose.
+ */
 struct nst_single {
 	struct nst_ctx ctx;
+	struct nst_thread t;
 	const struct nst_variant *v;
 	long timeout;
 	bool reached;
+	bool asleep;
 };
 
 static void nst_single_waiter(struct nst_thread *t)
@@ -316,7 +322,8 @@ static void nst_single_waiter(struct nst_thread *t)
 	s->reached = nst_reached_now(&s->ctx);
 }
 
-static struct nst_single *nst_single_new(const struct nst_case *c, long timeout)
+/* Start the waiter of case c; NULL on failure. */
+static struct nst_single *nst_single_start(const struct nst_case *c, long timeout)
 {
 	struct nst_single *s = kzalloc(sizeof(*s), GFP_KERNEL);
 
@@ -325,58 +332,67 @@ static struct nst_single *nst_single_new(const struct nst_case *c, long timeout)
 	nst_ctx_init(&s->ctx);
 	s->v = &nst_variants[c->variant];
 	s->timeout = timeout;
+	s->t.fn = nst_single_waiter;
+	s->t.data = s;
+	s->t.signal = c->signal;
+	if (nst_thread_start(&s->t, c->name, nst_cpu(0))) {
+		kfree(s);
+		return NULL;
+	}
 	return s;
 }
 
-/* Finish a single-waiter case: rescue a waiter that did not return. */
+/*
+ * Wait for the waiter to return; wake it for good if it does not.  Returns
+ * whether it returned in time.  Frees s unless the waiter is stuck.
+ */
 static bool nst_single_finish(const struct nst_case *c, struct nst_single *s,
-			      struct nst_thread *t, unsigned int secs)
+			      unsigned int secs)
 {
-	bool ok = nst_thread_wait(t, secs);
+	bool ok = nst_thread_wait(&s->t, secs);
 
 	if (!ok) {
 		pr_info("# %s: the waiter did not return within %u s; waking it\n",
 			c->name, secs);
 		nst_advance(&s->ctx, ULONG_MAX, s->v->wake_process);
-		nst_thread_wait(t, 5);
+		nst_thread_wait(&s->t, 5);
 	}
-	nst_thread_put(t);
+	nst_thread_put(&s->t);
 	return ok;
+}
+
+static void nst_single_free(struct nst_single *s)
+{
+	if (!s->t.task)		/* a stuck waiter keeps its context */
+		kfree(s);
 }
 
 /* Each variant: the waker makes the condition true; the wait returns. */
 static enum nst_verdict nst_case_variant(const struct nst_case *c)
 {
-	struct nst_thread t = { .fn = nst_single_waiter };
-	struct nst_single *s = nst_single_new(c, 10 * HZ);
-	bool asleep, returned, good;
+	struct nst_single *s = nst_single_start(c, 10 * HZ);
+	bool returned, good;
 
 	if (!s)
 		return NST_FAIL;
-	t.data = s;
-	if (nst_thread_start(&t, c->name, nst_cpu(0))) {
-		kfree(s);
-		return NST_FAIL;
-	}
-	asleep = nst_wait_asleep(&s->ctx, t.task);
+	s->asleep = nst_wait_asleep(&s->ctx, s->t.task);
 	nst_advance(&s->ctx, 1, s->v->wake_process);
-	returned = nst_single_finish(c, s, &t, 10);
+	returned = nst_single_finish(c, s, 10);
 	switch (s->v->kind) {
 	case NST_VOID:
 		good = s->reached;
 		break;
 	case NST_ERR:
-		good = t.ret == 0 && s->reached;
+		good = s->t.ret == 0 && s->reached;
 		break;
 	default:
-		good = t.ret > 0 && t.ret <= s->timeout && s->reached;
+		good = s->t.ret > 0 && s->t.ret <= s->timeout && s->reached;
 		break;
 	}
 	pr_info("# %s: %s ret=%ld reached=%d evals=%lu asleep=%d elapsed_ms=%lld\n",
-		c->name, s->v->name, t.ret, s->reached, s->ctx.evals, asleep,
-		t.elapsed_ms);
-	if (!t.task)		/* a stuck waiter keeps its context */
-		kfree(s);
+		c->name, s->v->name, s->t.ret, s->reached, s->ctx.evals,
+		s->asleep, s->t.elapsed_ms);
+	nst_single_free(s);
 	return returned && good ? NST_PASS : NST_FAIL;
 }
 
@@ -384,50 +400,38 @@ static enum nst_verdict nst_case_variant(const struct nst_case *c)
 static enum nst_verdict nst_case_timeout_expires(const struct nst_case *c)
 {
 	const unsigned int ms = 100;
-	struct nst_thread t = { .fn = nst_single_waiter };
-	struct nst_single *s = nst_single_new(c, msecs_to_jiffies(ms));
+	struct nst_single *s = nst_single_start(c, msecs_to_jiffies(ms));
 	bool returned, good;
 
 	if (!s)
 		return NST_FAIL;
-	t.data = s;
-	if (nst_thread_start(&t, c->name, nst_cpu(0))) {
-		kfree(s);
-		return NST_FAIL;
-	}
-	returned = nst_single_finish(c, s, &t, 10);
+	returned = nst_single_finish(c, s, 10);
 	/* jiffies granularity below, TCG slowness above */
-	good = t.ret == 0 && !s->reached &&
-	       t.elapsed_ms >= ms - jiffies_to_msecs(1) && t.elapsed_ms < ms + 5000;
+	good = s->t.ret == 0 && !s->reached &&
+	       s->t.elapsed_ms >= ms - jiffies_to_msecs(1) &&
+	       s->t.elapsed_ms < ms + 5000;
 	pr_info("# %s: %s(%u ms) ret=%ld elapsed_ms=%lld evals=%lu\n",
-		c->name, s->v->name, ms, t.ret, t.elapsed_ms, s->ctx.evals);
-	if (!t.task)
-		kfree(s);
+		c->name, s->v->name, ms, s->t.ret, s->t.elapsed_ms, s->ctx.evals);
+	nst_single_free(s);
 	return returned && good ? NST_PASS : NST_FAIL;
 }
 
 /* A timed wait whose condition comes true returns a positive remainder. */
 static enum nst_verdict nst_case_remainder(const struct nst_case *c)
 {
-	struct nst_thread t = { .fn = nst_single_waiter };
-	struct nst_single *s = nst_single_new(c, 10 * HZ);
+	struct nst_single *s = nst_single_start(c, 10 * HZ);
 	bool returned, good;
 
 	if (!s)
 		return NST_FAIL;
-	t.data = s;
-	if (nst_thread_start(&t, c->name, nst_cpu(0))) {
-		kfree(s);
-		return NST_FAIL;
-	}
-	nst_wait_asleep(&s->ctx, t.task);
+	s->asleep = nst_wait_asleep(&s->ctx, s->t.task);
 	nst_advance(&s->ctx, 1, false);
-	returned = nst_single_finish(c, s, &t, 15);
-	good = t.ret > 0 && t.ret <= s->timeout && s->reached;
-	pr_info("# %s: %s(%ld jiffies) ret=%ld reached=%d elapsed_ms=%lld\n",
-		c->name, s->v->name, s->timeout, t.ret, s->reached, t.elapsed_ms);
-	if (!t.task)
-		kfree(s);
+	returned = nst_single_finish(c, s, 15);
+	good = s->t.ret > 0 && s->t.ret <= s->timeout && s->reached;
+	pr_info("# %s: %s(%ld jiffies) ret=%ld reached=%d asleep=%d elapsed_ms=%lld\n",
+		c->name, s->v->name, s->timeout, s->t.ret, s->reached,
+		s->asleep, s->t.elapsed_ms);
+	nst_single_free(s);
 	return returned && good ? NST_PASS : NST_FAIL;
 }
 
@@ -437,54 +441,40 @@ static enum nst_verdict nst_case_remainder(const struct nst_case *c)
  */
 static enum nst_verdict nst_case_signal(const struct nst_case *c)
 {
-	struct nst_thread t = { .fn = nst_single_waiter, .signal = c->signal };
-	struct nst_single *s = nst_single_new(c, 10 * HZ);
-	bool asleep, returned, good;
+	struct nst_single *s = nst_single_start(c, 10 * HZ);
+	bool returned, good;
 
 	if (!s)
 		return NST_FAIL;
-	t.data = s;
-	if (nst_thread_start(&t, c->name, nst_cpu(0))) {
-		kfree(s);
-		return NST_FAIL;
-	}
-	asleep = nst_wait_asleep(&s->ctx, t.task);
-	send_sig(c->signal, t.task, 1);
-	returned = nst_single_finish(c, s, &t, 10);
-	good = t.ret == -ERESTARTSYS && !s->reached;
+	s->asleep = nst_wait_asleep(&s->ctx, s->t.task);
+	send_sig(c->signal, s->t.task, 1);
+	returned = nst_single_finish(c, s, 10);
+	good = s->t.ret == -ERESTARTSYS && !s->reached;
 	pr_info("# %s: %s ret=%ld (want %d) signal=%d asleep=%d elapsed_ms=%lld\n",
-		c->name, s->v->name, t.ret, -ERESTARTSYS, c->signal, asleep,
-		t.elapsed_ms);
-	if (!t.task)
-		kfree(s);
+		c->name, s->v->name, s->t.ret, -ERESTARTSYS, c->signal,
+		s->asleep, s->t.elapsed_ms);
+	nst_single_free(s);
 	return returned && good ? NST_PASS : NST_FAIL;
 }
 
 /* A _killable wait sleeps on through a non-fatal signal. */
 static enum nst_verdict nst_case_killable_ignores(const struct nst_case *c)
 {
-	struct nst_thread t = { .fn = nst_single_waiter, .signal = c->signal };
-	struct nst_single *s = nst_single_new(c, 10 * HZ);
+	struct nst_single *s = nst_single_start(c, 10 * HZ);
 	bool returned, early, good;
 
 	if (!s)
 		return NST_FAIL;
-	t.data = s;
-	if (nst_thread_start(&t, c->name, nst_cpu(0))) {
-		kfree(s);
-		return NST_FAIL;
-	}
-	nst_wait_asleep(&s->ctx, t.task);
-	send_sig(c->signal, t.task, 1);
+	s->asleep = nst_wait_asleep(&s->ctx, s->t.task);
+	send_sig(c->signal, s->t.task, 1);
 	msleep(100);
-	early = completion_done(&t.done);
+	early = completion_done(&s->t.done);
 	nst_advance(&s->ctx, 1, false);
-	returned = nst_single_finish(c, s, &t, 10);
-	good = !early && t.ret == 0 && s->reached;
-	pr_info("# %s: %s ret=%ld returned_on_signal=%d reached=%d\n",
-		c->name, s->v->name, t.ret, early, s->reached);
-	if (!t.task)
-		kfree(s);
+	returned = nst_single_finish(c, s, 10);
+	good = !early && s->t.ret == 0 && s->reached;
+	pr_info("# %s: %s ret=%ld returned_on_signal=%d reached=%d asleep=%d\n",
+		c->name, s->v->name, s->t.ret, early, s->reached, s->asleep);
+	nst_single_free(s);
 	return returned && good ? NST_PASS : NST_FAIL;
 }
 
@@ -531,6 +521,7 @@ static enum nst_verdict nst_case_msleep(const struct nst_case *c)
  */
 struct nst_stress {
 	struct nst_ctx ctx;
+	struct nst_thread waiter, waker;	/* in here: see nst_single */
 	const struct nst_variant *v;
 	unsigned long rounds;
 	long bound;
@@ -600,12 +591,10 @@ static void nst_stress_waker(struct nst_thread *t)
 
 static enum nst_verdict nst_case_stress(const struct nst_case *c)
 {
-	struct nst_thread waiter = { .fn = nst_stress_waiter };
-	struct nst_thread waker = { .fn = nst_stress_waker };
 	unsigned int secs = 60 + rounds / 50;
 	int cpu0 = nst_cpu(0), cpu1 = nst_cpu(1);
 	struct nst_stress *s;
-	bool finished;
+	bool finished, good;
 
 	if (!rounds)
 		return NST_SKIP;
@@ -618,42 +607,36 @@ static enum nst_verdict nst_case_stress(const struct nst_case *c)
 	s->v = &nst_variants[c->variant];
 	s->rounds = rounds;
 	s->bound = msecs_to_jiffies(bound_ms) ?: 1;
-	waiter.data = s;
-	waker.data = s;
-	if (nst_thread_start(&waiter, "waiter", cpu0)) {
+	s->waiter.fn = nst_stress_waiter;
+	s->waiter.data = s;
+	s->waker.fn = nst_stress_waker;
+	s->waker.data = s;
+	if (nst_thread_start(&s->waiter, "waiter", cpu0)) {
 		kfree(s);
 		return NST_FAIL;
 	}
-	WRITE_ONCE(s->ctx.waiter, waiter.task);
-	if (nst_thread_start(&waker, "waker", cpu1)) {
-		WRITE_ONCE(s->abort, true);
-		nst_advance(&s->ctx, ULONG_MAX, s->v->wake_process);
-		nst_thread_wait(&waiter, 10);
-		nst_thread_put(&waiter);
-		return NST_FAIL;
-	}
-	finished = nst_thread_wait(&waker, secs) && nst_thread_wait(&waiter, 10);
+	WRITE_ONCE(s->ctx.waiter, s->waiter.task);
+	finished = !nst_thread_start(&s->waker, "waker", cpu1) &&
+		   nst_thread_wait(&s->waker, secs) &&
+		   nst_thread_wait(&s->waiter, 10);
 	if (!finished) {
 		WRITE_ONCE(s->abort, true);
 		nst_advance(&s->ctx, ULONG_MAX, s->v->wake_process);
-		nst_thread_wait(&waiter, 5);
+		nst_thread_wait(&s->waiter, 5);
 	}
-	nst_thread_put(&waker);
-	nst_thread_put(&waiter);
+	nst_thread_put(&s->waker);
+	nst_thread_put(&s->waiter);
 	pr_info("# %s: %s rounds=%lu/%lu lost=%lu early=%lu timeouts=%lu errors=%lu max_wait_us=%lld bound_ms=%u cpus=%d,%d elapsed_ms=%lld\n",
 		c->name, s->v->name, s->done, s->rounds, s->lost, s->early,
 		s->timeouts, s->errors, s->max_us, bound_ms, cpu0, cpu1,
-		waiter.elapsed_ms);
+		s->waiter.elapsed_ms);
 	if (cpu1 < 0)
 		pr_info("# %s: only one CPU online; the waker shares it\n", c->name);
-	if (finished && s->done == s->rounds && !s->lost && !s->early &&
-	    !s->timeouts && !s->errors && !s->abort) {
+	good = finished && s->done == s->rounds && !s->lost && !s->early &&
+	       !s->timeouts && !s->errors && !s->abort;
+	if (!s->waiter.task && !s->waker.task)
 		kfree(s);
-		return NST_PASS;
-	}
-	if (!waiter.task && !waker.task)
-		kfree(s);
-	return NST_FAIL;
+	return good ? NST_PASS : NST_FAIL;
 }
 
 static const struct nst_case nst_cases[] = {
