@@ -8,7 +8,8 @@ test suite:
   fixtures/report/NAME.report   expected report lines for NAME.c (copied
                                 alone into an empty tree) or for the tree
                                 NAME/; NAME_failure.* are known limitations
-  scripts/test_*.py             unit tests (unittest), one result per test
+  scripts/test_*.py, kernel-boot/test_*.py
+                                unit tests (unittest), one result per test
   fixtures/realtree/*.json      checks on the real linux-source-6.1 tree
 
 Every test runs under a time limit.  The last line is 'N passed, N failed'.
@@ -106,13 +107,18 @@ def report_fixtures(res, only):
 				shutil.rmtree(tmp, ignore_errors=True)
 
 
+# Unit tests live next to the code they test.
+UNIT_DIRS = ("scripts", "kernel-boot")
+
+
 def unit_tests(res, only):
 	loader = unittest.TestLoader()
-	sys.path.insert(0, os.path.join(TOP, "scripts"))
 	suite = unittest.TestSuite()
-	for path in sorted(glob.glob(os.path.join(TOP, "scripts", "test_*.py"))):
-		mod = os.path.basename(path)[:-3]
-		suite.addTests(loader.loadTestsFromName(mod))
+	for sub in UNIT_DIRS:
+		sys.path.insert(0, os.path.join(TOP, sub))
+		for path in sorted(glob.glob(os.path.join(TOP, sub, "test_*.py"))):
+			mod = os.path.basename(path)[:-3]
+			suite.addTests(loader.loadTestsFromName(mod))
 
 	def flatten(s):
 		for t in s:

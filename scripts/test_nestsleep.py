@@ -242,6 +242,20 @@ class CliTest(unittest.TestCase):
 			self.assertTrue(cold.stdout.strip())
 			self.assertEqual(warm.stdout, cold.stdout)
 
+	def test_unparsable_file_is_named_and_counted(self):
+		"""A file spatch cannot parse is named on stderr; the run goes on."""
+		with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as c:
+			with open(os.path.join(d, "bad.c"), "w") as f:
+				f.write("int f(struct s *x)\n{\n\twait_event(x->wq, g(x));\n\tthis is not C {{ ;\n}\n")
+			with open(os.path.join(d, "good.c"), "w") as f:
+				f.write("static int ready(struct s *x)\n{\n\tmutex_lock(&x->m);\n\treturn 1;\n}\n"
+					"int h(struct s *x)\n{\n\twait_event(x->wq, ready(x));\n\treturn 0;\n}\n")
+			r = self.run_cli("--kdir", d, "--cache", c)
+			self.assertEqual(r.returncode, 0, r.stderr)
+			self.assertIn("could not parse: bad.c", r.stderr)
+			self.assertIn("2 files matched, 1 parsed, 1 failed, 0 timed out", r.stderr.splitlines()[-1])
+			self.assertIn("good.c:8:", r.stdout)
+
 	def test_empty_tree_runs(self):
 		with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as c:
 			with open(os.path.join(d, "a.c"), "w") as f:

@@ -11,7 +11,7 @@
  * the scheduler's WARN_ONCE between cases and each "before" case prints
  * its own "do not call blocking ops when !TASK_RUNNING":
  *
- *   insmod nestsleep_tests.ko [rounds=N] [bound_ms=N] [only=a,stress_*]
+ *   insmod nestsleep_tests.ko [rounds=N] [bound_ms=N] [jitter_us=N] [only=a,stress_*]
  *   P=/sys/module/nestsleep_tests/parameters
  *   for c in $(cat $P/cases); do
  *           echo 1 > /sys/kernel/debug/clear_warn_once
@@ -37,6 +37,7 @@
 #include <linux/ktime.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/random.h>
 #include <linux/mutex.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
@@ -60,6 +61,10 @@ MODULE_PARM_DESC(rounds, "wait/wake rounds per stress case (0 skips them)");
 static unsigned int bound_ms = 1000;
 module_param(bound_ms, uint, 0644);
 MODULE_PARM_DESC(bound_ms, "a wait not woken within this is a lost wakeup");
+
+static unsigned int jitter_us;
+module_param(jitter_us, uint, 0644);
+MODULE_PARM_DESC(jitter_us, "stress: the waker waits 0..jitter_us us before each wake, to vary the interleaving");
 
 static char *only;
 module_param(only, charp, 0444);
@@ -107,6 +112,11 @@ static long nst_v_killable(struct nst_ctx *ctx, long timeout)
 	return nst_wait_event_killable(ctx);
 }
 
+static long nst_v_timeout_msleep(struct nst_ctx *ctx, long timeout)
+{
+	return nst_wait_event_timeout_msleep(ctx, timeout);
+}
+
 static long nst_v_prepare_to_wait(struct nst_ctx *ctx, long timeout)
 {
 	nst_prepare_to_wait_loop(ctx);
@@ -121,7 +131,7 @@ static long nst_v_set_current_state(struct nst_ctx *ctx, long timeout)
 
 enum {
 	V_WAIT_EVENT, V_INTERRUPTIBLE, V_TIMEOUT, V_INTERRUPTIBLE_TIMEOUT,
-	V_KILLABLE, V_PREPARE_TO_WAIT, V_SET_CURRENT_STATE,
+	V_KILLABLE, V_PREPARE_TO_WAIT, V_SET_CURRENT_STATE, V_TIMEOUT_MSLEEP,
 };
 
 static const struct nst_variant nst_variants[] = {
@@ -133,6 +143,8 @@ static const struct nst_variant nst_variants[] = {
 	[V_KILLABLE] = { "wait_event_killable", nst_v_killable, NST_ERR, false },
 	[V_PREPARE_TO_WAIT] = { "prepare_to_wait_loop", nst_v_prepare_to_wait, NST_VOID, false },
 	[V_SET_CURRENT_STATE] = { "set_current_state_loop", nst_v_set_current_state, NST_VOID, true },
+	[V_TIMEOUT_MSLEEP] = { "wait_event_timeout(msleep in condition)", nst_v_timeout_msleep,
+			       NST_REMAIN, false },
 };
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -206,7 +218,7 @@ static int nst_thread_fn(void *arg)
 	t->elapsed_ms = ktime_ms_delta(ktime_get(), t0);
 	if (t->signal)
 		flush_signals(current);
-	complete(&t->done);
+	complete_all(&t->done);	/* stays done: waiting does not consume it */
 	return 0;
 }
 
@@ -480,36 +492,37 @@ static enum nst_verdict nst_case_killable_ignores(const struct nst_case *c)
 
 /*
  * The silent kind: msleep() in the condition resets the task state without
- * a warning.  The damage shows as a spinning wait: the condition of a
- * 200 ms wait_event_timeout() that is never woken runs about twice when the
- * wait sleeps, and about once per msleep(1) when it spins.  The "before"
- * form must spin (the test can see the bug); any other form must not.
+ * a warning.  The damage: schedule_timeout() then returns at once, so the
+ * wait spins, and it never uses up its timeout (only the time spent inside
+ * schedule_timeout() counts), so a 200 ms wait_event_timeout() whose
+ * condition stays false never returns.  The main thread rescues it after
+ * 1 s by making the condition true.  The "before" form must show the damage
+ * (it spins and misses its timeout), any other form must not (it sleeps,
+ * and returns 0 after about 200 ms).
  */
 static enum nst_verdict nst_case_msleep(const struct nst_case *c)
 {
 	const unsigned int ms = 200;
-	struct nst_single *s = kzalloc(sizeof(*s), GFP_KERNEL);
-	bool spun, good;
-	s64 elapsed_ms;
-	long ret;
-	ktime_t t0;
+	struct nst_single *s = nst_single_start(c, msecs_to_jiffies(ms));
+	bool in_time, returned, spun, timed_out, good;
 
 	if (!s)
 		return NST_FAIL;
-	nst_ctx_init(&s->ctx);
-	t0 = ktime_get();
-	ret = nst_wait_event_timeout_msleep(&s->ctx, msecs_to_jiffies(ms));
-	elapsed_ms = ktime_ms_delta(ktime_get(), t0);
+	in_time = nst_thread_wait(&s->t, 1);
+	if (!in_time)
+		nst_advance(&s->ctx, 1, false);	/* the rescue */
+	returned = nst_single_finish(c, s, 10);
 	spun = s->ctx.evals > 10;
-	good = ret == 0 && (nst_is_before() ? spun : !spun);
-	pr_info("# %s: the condition ran %lu times in %lld ms (%s); ret=%ld\n",
-		c->name, s->ctx.evals, elapsed_ms,
-		spun ? "the wait spun" : "the wait slept", ret);
+	timed_out = in_time && s->t.ret == 0;
+	good = nst_is_before() ? spun && !timed_out : !spun && timed_out;
+	pr_info("# %s: %s(%u ms): ret=%ld after %lld ms; the condition ran %lu times; %s\n",
+		c->name, s->v->name, ms, s->t.ret, s->t.elapsed_ms, s->ctx.evals,
+		timed_out ? "it timed out" : "it did not time out (rescued after 1 s)");
 	if (nst_is_before())
-		pr_info("# %s: the \"before\" form must spin, to show the silent damage\n",
+		pr_info("# %s: the \"before\" form must spin and miss its timeout, to show the silent damage\n",
 			c->name);
-	kfree(s);
-	return good ? NST_PASS : NST_FAIL;
+	nst_single_free(s);
+	return returned && good ? NST_PASS : NST_FAIL;
 }
 
 /*
@@ -575,6 +588,8 @@ static void nst_stress_waker(struct nst_thread *t)
 	for (i = 1; i <= s->rounds; i++) {
 		unsigned int tries = 0;
 
+		if (jitter_us)
+			udelay(get_random_u32() % (jitter_us + 1));
 		nst_advance(&s->ctx, i, s->v->wake_process);
 		while (!wait_event_timeout(s->ackwq, READ_ONCE(s->ack) >= i, s->bound)) {
 			if (!tries++)
@@ -658,7 +673,7 @@ static const struct nst_case nst_cases[] = {
 	{ "killable_sigkill", nst_case_signal, V_KILLABLE, SIGKILL, 1 },
 	{ "killable_ignores_sigusr1", nst_case_killable_ignores, V_KILLABLE, SIGUSR1, 1 },
 	/* the silent kind: no warning, a spinning wait */
-	{ "msleep_in_condition", nst_case_msleep, -1, 0, 0 },
+	{ "msleep_in_condition", nst_case_msleep, V_TIMEOUT_MSLEEP, 0, 0 },
 	/* no lost wakeup in rounds wait/wake rounds across two CPUs */
 	{ "stress_wait_event", nst_case_stress, V_WAIT_EVENT, 0, 1 },
 	{ "stress_wait_event_interruptible", nst_case_stress, V_INTERRUPTIBLE, 0, 1 },
@@ -791,8 +806,8 @@ static int __init nst_init(void)
 		n += nst_selected(nst_cases[i].name);
 	pr_info("KTAP version 1\n");
 	pr_info("1..%u\n", n);
-	pr_info("# nestsleep_tests: variant=%s rounds=%lu bound_ms=%u online_cpus=%u HZ=%u\n",
-		NST_VARIANT, rounds, bound_ms, num_online_cpus(), HZ);
+	pr_info("# nestsleep_tests: variant=%s rounds=%lu bound_ms=%u jitter_us=%u online_cpus=%u HZ=%u\n",
+		NST_VARIANT, rounds, bound_ms, jitter_us, num_online_cpus(), HZ);
 	return 0;
 }
 
