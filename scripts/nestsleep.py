@@ -755,7 +755,7 @@ class Analysis:
 					continue
 				best = None
 				for c, tg in d["calls"]:
-					w = self.witness(c, tg, summ)
+					w = self.witness(c, tg, summ, node[0])
 					if w is not None and (best is None or _better(w, best)):
 						best = w
 					if best is not None and best[3] == 0:
@@ -767,13 +767,15 @@ class Analysis:
 				break
 		self.summary = summ
 
-	def witness(self, c, tg, summ):
-		"""(chain, effect, group, penalty) through call c, or None."""
+	def witness(self, c, tg, summ, at):
+		"""(chain, effect, group, penalty, locs) through call c, made in file
+		at, or None. locs[i] is the (file, line) of the call chain[i]."""
 		kind = tg[0]
+		here = [(at, c["line"])]
 		if kind == "prim":
 			group, effect = tg[2]
 			pen = 1 if c["name"] in ("might_sleep_if",) else 0
-			return ([c["name"]], effect, group, pen)
+			return ([c["name"]], effect, group, pen, here)
 		if kind in ("direct", "pointer"):
 			best = None
 			for t in tg[1]:
@@ -788,7 +790,7 @@ class Analysis:
 					hop = c["name"]
 					if len(tg[1]) > 1:
 						pen += 1
-				w = ([hop] + s[0], s[1], s[2], pen)
+				w = ([hop] + s[0], s[1], s[2], pen, here + s[4])
 				if best is None or _better(w, best):
 					best = w
 			return best
@@ -933,7 +935,7 @@ def tree_knowledge(tree, facts, ana, kn, cache, times):
 			roots += tg[1]
 	ana.expand(roots)
 	ana.summarize()
-	window = sorted(set(c["name"] for c, tg in window_calls if ana.witness(c, tg, ana.summary)))
+	window = sorted(set(c["name"] for c, tg in window_calls if ana.witness(c, tg, ana.summary, "")))
 	times["window"] = time.time() - t
 	log("%d names may sleep inside set_current_state()/prepare_to_wait() windows" % len(window))
 
@@ -1028,18 +1030,19 @@ def analyse(a, ext):
 
 	findings = {}
 	for r, c, tg in site_targets:
-		w = ana.witness(c, tg, ana.summary)
+		w = ana.witness(c, tg, ana.summary, r["file"])
 		if w is None:
 			continue
 		key = (r["file"], r["line"], r["col"], r["colend"])
-		chain, effect, group, pen = w
+		chain, effect, group, pen, locs = w
 		shape = r["shape"]
 		if shape == "carried_state":
 			pen = max(pen, 1)
 		if shape in ("set_current_state", "prepare_to_wait", "carried_state") and group == "schedule":
 			pen = max(pen, 3)
+		locs = [(r["file"], r["cline"])] + list(locs[1:])
 		findings.setdefault(key, []).append({"rec": r, "chain": chain, "effect": effect,
-						     "group": group, "penalty": pen})
+						     "group": group, "penalty": pen, "locs": locs})
 	out = []
 	for key in sorted(findings):
 		paths = sorted(findings[key], key=lambda p: (p["penalty"], p["rec"]["cline"], p["rec"]["ccol"]))
@@ -1133,6 +1136,11 @@ def describe_site(r):
 EFFECT_TEXT = {"warns": "warns", "silent": "resets the task state silently"}
 
 
+def fingerprint(rel, func, primitive, chain):
+	"""Stable across line shifts: file, function, wait primitive, chain."""
+	return sha1("\0".join([rel, func, primitive] + list(chain)).encode())[:16]
+
+
 def make_finding(key, paths, kn):
 	first = paths[0]
 	r = first["rec"]
@@ -1156,12 +1164,15 @@ def make_finding(key, paths, kn):
 	msg += " (%s)" % "; ".join(seen)
 	msg += " [confidence: %s]" % conf
 	return {
+		"fingerprint": fingerprint(key[0], r["func"], r["site"], first["chain"]),
 		"file": key[0], "line": key[1], "col": key[2], "colend": key[3],
 		"function": r["func"], "shape": r["shape"], "primitive": r["site"],
 		"role": r.get("role", ""), "locked": r.get("locked", ""), "kind": kind,
 		"call": r["call"], "call_line": r["cline"], "effect": first["effect"],
 		"group": first["group"], "chain": first["chain"], "confidence": conf,
+		"chain_locs": ["%s:%d" % l for l in first["locs"]],
 		"paths": [{"call": p["rec"]["call"], "line": p["rec"]["cline"], "col": p["rec"]["ccol"], "chain": p["chain"],
+			   "chain_locs": ["%s:%d" % l for l in p["locs"]],
 			   "effect": p["effect"], "confidence": confidence(p["penalty"])} for p in paths],
 		"message": msg,
 	}
