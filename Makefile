@@ -20,6 +20,11 @@ V           ?= 0
 SPFLAGS     ?=
 DEBUG_FILE  ?=
 TIMEOUT     ?= 200
+OUT         ?=
+SIGNOFF     ?=
+BASELINE    ?=
+PATCHES     ?=
+ROUNDS      ?= 10000
 
 # Set-up is skipped for a user-supplied KDIR only as far as the tree goes.
 ifeq ($(origin KDIR),file)
@@ -28,7 +33,7 @@ else
 SETUP_FLAGS := --no-tree
 endif
 
-.PHONY: all help setup coccicheck check test-fast bench clean-cache
+.PHONY: all help setup coccicheck check test-fast bench clean-cache fixes triage boottest runtime-proof stress
 
 all: help
 
@@ -37,6 +42,11 @@ help:
 	@echo '  coccicheck  - find nested sleeps (MODE=report|context|org, KDIR=, M=, COCCI=, J=, V=1, SPFLAGS=, DEBUG_FILE=)'
 	@echo '  check       - run the test suite (fixtures, unit tests, real-tree checks)'
 	@echo '  bench       - time whole-tree runs (cold, warm, incremental, M=drivers/md) against the kernel'"'"'s call_kern.cocci'
+	@echo '  fixes       - write patch series per MAINTAINERS section to OUT= (KDIR=, M=, SIGNOFF=)'
+	@echo '  triage      - write maintainer reports to OUT= (default reports/<tree-id>; BASELINE=, M=)'
+	@echo '  boottest    - build and boot every patch of PATCHES=<dir from make fixes> in QEMU'
+	@echo '  runtime-proof - boot the test module, before and after forms (ROUNDS=)'
+	@echo '  stress      - the runtime proof with ROUNDS=100000'
 	@echo '  setup       - install Debian packages and unpack linux-source-6.1 into $(NESTSLEEP_CACHE)'
 	@echo '  clean-cache - drop the cached knowledge (not the kernel tree)'
 
@@ -51,6 +61,22 @@ coccicheck: setup
 check:
 	@bash scripts/setup.sh
 	@$(PYTHON) scripts/run_tests.py
+
+fixes: setup
+	@$(PYTHON) scripts/fixes.py --kdir "$(KDIR)" --m "$(M)" --out "$(OUT)" --signoff "$(SIGNOFF)" \
+		-j "$(J)" -v "$(V)"
+
+triage: setup
+	@$(PYTHON) scripts/triage.py --kdir "$(KDIR)" --m "$(M)" --out "$(OUT)" --baseline "$(BASELINE)" -j "$(J)"
+
+boottest: setup
+	@$(PYTHON) kernel-boot/nsboot.py boottest --patches "$(PATCHES)" --kdir "$(KDIR)"
+
+runtime-proof: setup
+	@$(PYTHON) kernel-boot/nsboot.py proof --kdir "$(KDIR)" --rounds "$(ROUNDS)"
+
+stress: setup
+	@$(PYTHON) kernel-boot/nsboot.py proof --kdir "$(KDIR)" --rounds 100000
 
 bench: setup
 	@$(PYTHON) scripts/bench.py --kdir "$(KDIR)" -j "$(J)"

@@ -11,6 +11,11 @@ test suite:
   scripts/test_*.py, kernel-boot/test_*.py
                                 unit tests (unittest), one result per test
   fixtures/realtree/*.json      checks on the real linux-source-6.1 tree
+  scripts/check_*.py, kernel-boot/check_*.py
+                                slow checks (patch fixtures, compile, boot):
+                                programs that print KTAP-style result lines,
+                                'ok N - NAME' or 'not ok N - NAME [# SKIP why]'
+                                and exit 0; each line is one result
 
 Every test runs under a time limit.  The last line is 'N passed, N failed'.
 """
@@ -222,6 +227,60 @@ def realtree_checks(res, only):
 				os.unlink(out_json)
 
 
+CHECK_TIMEOUT = int(os.environ.get("NESTSLEEP_CHECK_TIMEOUT", "2400"))
+
+
+def check_programs(res, only, fast):
+	"""Run scripts/check_*.py and kernel-boot/check_*.py; one result per
+	KTAP line.  --fast is passed on: such a program may then skip its
+	kernel builds."""
+	import re
+	progs = []
+	for sub in ("scripts", "kernel-boot"):
+		progs += sorted(glob.glob(os.path.join(TOP, sub, "check_*.py")))
+	for prog in progs:
+		base = os.path.basename(prog)[:-3]
+		t = time.time()
+		cmd = [PY, prog] + (["--fast"] if fast else []) + (["--only", only] if only else [])
+		try:
+			proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+						cwd=TOP)
+		except OSError as e:
+			res.add(base, False, 0, str(e))
+			continue
+		seen = 0
+		detail = []
+		deadline = time.time() + CHECK_TIMEOUT
+		t_case = time.time()
+		import threading
+		timer = threading.Timer(CHECK_TIMEOUT, proc.kill)
+		timer.start()
+		try:
+			for line in proc.stdout:
+				m = re.match(r"^(not ok|ok) \d+ - (\S+)(.*)$", line.rstrip("\n"))
+				if not m:
+					detail.append(line.rstrip("\n"))
+					continue
+				seen += 1
+				name = "%s/%s" % (base.replace("check_", ""), m.group(2))
+				rest = m.group(3)
+				if "# SKIP" in rest:
+					print("%-58s SKIP (%s)" % (name, rest.split("# SKIP", 1)[1].strip()), flush=True)
+				else:
+					ok = m.group(1) == "ok"
+					res.add(name, ok, time.time() - t_case, "\n".join(detail[-40:]))
+				detail = []
+				t_case = time.time()
+			proc.wait()
+		finally:
+			timer.cancel()
+		if time.time() > deadline:
+			res.add(base, False, time.time() - t, "timed out after %ds" % CHECK_TIMEOUT)
+		elif proc.returncode != 0 or not seen:
+			res.add(base, False, time.time() - t, "exit %s, %d results\n%s" % (
+				proc.returncode, seen, "\n".join(detail[-40:])))
+
+
 def main(argv):
 	ap = argparse.ArgumentParser()
 	ap.add_argument("--fast", action="store_true", help="skip the real-tree checks")
@@ -237,6 +296,10 @@ def main(argv):
 		print("== %s" % stage, flush=True)
 		fn(res, a.only)
 		print("== %s: %.1fs" % (stage, time.time() - t), flush=True)
+	t = time.time()
+	print("== checks", flush=True)
+	check_programs(res, a.only, a.fast)
+	print("== checks: %.1fs" % (time.time() - t), flush=True)
 	if res.known:
 		print("known to fail: %s" % ", ".join(res.known))
 	if res.fixed:
