@@ -42,6 +42,7 @@ sys.path.insert(0, os.path.join(TOP, "scripts"))
 
 import cfacts  # noqa: E402
 import gen_builtin  # noqa: E402
+import fixer  # noqa: E402
 
 VERSION = "0.1"
 SCAN_VERSION = 3
@@ -835,9 +836,7 @@ def check_inputs(a):
 	if shutil.which("spatch") is None:
 		raise UserError("spatch not found on PATH; install it with: sudo apt-get install -y coccinelle")
 	if a.mode not in ("report", "context", "org", "patch"):
-		raise UserError("unknown MODE=%s (report, context, org)" % a.mode)
-	if a.mode == "patch":
-		raise UserError("MODE=patch is not available yet: the auto-fixer is a separate step (see README.md)")
+		raise UserError("unknown MODE=%s (report, patch, context, org)" % a.mode)
 	if not os.path.isfile(os.path.join(a.kdir, "Makefile")) and not os.path.isdir(a.kdir):
 		raise UserError("no kernel tree at KDIR=%s" % a.kdir)
 	if not os.path.isdir(a.kdir):
@@ -1203,6 +1202,23 @@ def context_output(a, findings, tree):
 		shutil.rmtree(tmp, ignore_errors=True)
 
 
+def patch_output(a, findings, tree, facts):
+	"""Patch mode: one unified diff for every finding with a safe rewrite.
+	The findings without one are listed on stderr with the reason."""
+	fx = fixer.Fixer(a.kdir, Knowledge(), tree, facts)
+	units = fx.run(findings)
+	sys.stdout.write(fixer.combined_diff(fx, units))
+	counts = {}
+	for f in findings:
+		fix = f["fix"]
+		counts[fix["status"]] = counts.get(fix["status"], 0) + 1
+		if fix["status"] != "patch":
+			log("%s:%d: %s: %s" % (f["file"], f["line"], "report only" if fix["status"] == "report-only"
+					       else "manual fix needed", fix["reason"]))
+	log("patch: %d functions rewritten; findings: %s" % (len(units), ", ".join(
+		"%d %s" % (n, k) for k, n in sorted(counts.items())) or "none"))
+
+
 def main(argv):
 	a = parse_args(argv)
 	try:
@@ -1228,6 +1244,12 @@ def main(argv):
 				f["message"].replace("[", "@(").replace("]", ")")))
 	elif a.mode == "context":
 		context_output(a, findings, tree)
+	elif a.mode == "patch":
+		try:
+			patch_output(a, findings, tree, facts)
+		except UserError as e:
+			log("error: %s" % e)
+			return 2
 	sys.stdout.flush()
 	if a.json:
 		with open(a.json, "w") as fp:

@@ -1,0 +1,836 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""nestsleep's auto-fixer: rewrite nested sleeps into the wait_woken() form.
+
+The checker (cocci/nested_sleep.cocci + scripts/nestsleep.py) finds the wait
+sites; this module turns each finding into a source edit, or says why it
+cannot.  It works on the text of the file, guided by the positions spatch
+reported, and keeps the code's own layout: only the wait statement and its
+declarations change.
+
+Three rewrites, each modelled on an upstream fix (../shared/seeds):
+
+  wait_event*(wq, cond, ...)     -> DEFINE_WAIT_FUNC + add_wait_queue + a
+                                    for (;;) loop around wait_woken(), with
+                                    the variant's signal and timeout rules
+                                    (virtio_balloon 3d2a3774c1b0, vfio
+                                    41be3e261817, ceph 5c341ee32881)
+  prepare_to_wait() loops        -> add_wait_queue() before the loop,
+                                    wait_woken() for schedule(),
+                                    remove_wait_queue() for finish_wait()
+                                    (md/raid5 ee1aa06ba325)
+  set_current_state() loops on a -> wait_woken() on that queue, and every
+  wait queue                        wake_up_process() of the thread becomes
+                                    a wake_up() of the queue (Bluetooth
+                                    cmtp f06d977309d0, bnep 25717382c1dd)
+
+Every finding gets a "fix" record: status "patch", "report-only" (the
+variant has no safe wait_woken form) or "manual" (the shape is outside what
+this rewriter proves correct), with the reason.
+"""
+
+import difflib
+import os
+import re
+
+MAX_COLS = 100
+
+# wait.h state names as the waiters table spells them
+STATE = {
+	"UNINTERRUPTIBLE": ("TASK_UNINTERRUPTIBLE", None),
+	"INTERRUPTIBLE": ("TASK_INTERRUPTIBLE", "signal_pending(current)"),
+	"KILLABLE": ("TASK_KILLABLE", "fatal_signal_pending(current)"),
+	"INTERRUPTIBLE|FREEZABLE": ("TASK_INTERRUPTIBLE | TASK_FREEZABLE", "signal_pending(current)"),
+	"IDLE": ("TASK_IDLE", None),
+}
+
+REPORT_ONLY = {
+	"locked": "the condition runs with %s held, so a sleep there is a sleep in atomic context; "
+		  "add_wait_queue() would also take the held wq.lock. wait_woken() does not fix this: "
+		  "move the sleeping call out from under the lock by hand",
+	"lock": "the condition runs under the spinlock passed to the macro (%s): a sleep there is a sleep "
+		"in atomic context, which wait_woken() does not fix",
+	"ktime": "the hrtimeout variants take a ktime_t and sleep on an hrtimer; wait_woken() takes "
+		 "jiffies, so there is no exact wait_woken() form",
+	"swait": "swait queues have no wait-queue entry with a wake function, so woken_wake_function() "
+		 "would never run",
+	"rcuwait": "an rcuwait has no wait queue: the waker wakes the task directly, so woken_wake_function() "
+		   "would never run",
+	"wait_var": "wait_var_event*() waits on a hashed bit wait queue keyed by the variable; its wakers "
+		    "call wake_up_var(), whose wake function filters by key, which woken_wake_function() does not",
+	"io": "io_wait_event() accounts the sleep as iowait through io_schedule(); io_schedule_prepare() and "
+	      "io_schedule_finish() are not exported to modules in 6.1, so wait_woken() would lose the accounting",
+}
+
+
+# ---------------------------------------------------------------------------
+# C text helpers: a mask with comments and literals blanked, paren matching
+
+def mask(text):
+	"""Copy of text with comments and string/char literal contents replaced
+	by spaces (newlines kept), so that brackets can be matched on it."""
+	out = list(text)
+	i, n = 0, len(text)
+	while i < n:
+		c = text[i]
+		if c == "/" and i + 1 < n and text[i + 1] == "*":
+			j = text.find("*/", i + 2)
+			j = n if j < 0 else j + 2
+			for k in range(i, j):
+				if out[k] != "\n":
+					out[k] = " "
+			i = j
+		elif c == "/" and i + 1 < n and text[i + 1] == "/":
+			j = text.find("\n", i)
+			j = n if j < 0 else j
+			for k in range(i, j):
+				out[k] = " "
+			i = j
+		elif c in "\"'":
+			j = i + 1
+			while j < n and text[j] != c and text[j] != "\n":
+				j += 2 if text[j] == "\\" else 1
+			for k in range(i + 1, min(j, n)):
+				out[k] = " "
+			i = j + 1
+		elif c == "#" and (i == 0 or text[i - 1] == "\n"):
+			# preprocessor line (with continuations): blank it
+			j = i
+			while True:
+				e = text.find("\n", j)
+				if e < 0:
+					e = n
+					break
+				if e > 0 and text[e - 1] == "\\":
+					j = e + 1
+					continue
+				break
+			for k in range(i, e):
+				if out[k] != "\n":
+					out[k] = " "
+			i = e
+		else:
+			i += 1
+	return "".join(out)
+
+
+def match_close(m, i):
+	"""Index of the bracket closing the one at m[i]."""
+	pairs = {"(": ")", "[": "]", "{": "}"}
+	stack = []
+	for j in range(i, len(m)):
+		c = m[j]
+		if c in pairs:
+			stack.append(pairs[c])
+		elif c in ")]}":
+			if not stack or stack.pop() != c:
+				return -1
+			if not stack:
+				return j
+	return -1
+
+
+def split_top(m, s, e):
+	"""Spans of the top-level comma-separated parts of m[s:e]."""
+	parts, depth, start = [], 0, s
+	for j in range(s, e):
+		c = m[j]
+		if c in "([{":
+			depth += 1
+		elif c in ")]}":
+			depth -= 1
+		elif c == "," and depth == 0:
+			parts.append((start, j))
+			start = j + 1
+	parts.append((start, e))
+	return parts
+
+
+def open_block(m, i):
+	"""Index of the '{' of the innermost block that contains position i."""
+	depth = 0
+	for j in range(i - 1, -1, -1):
+		c = m[j]
+		if c == "}":
+			depth += 1
+		elif c == "{":
+			if depth == 0:
+				return j
+			depth -= 1
+	return -1
+
+
+def function_body(m, i):
+	"""(open, close) of the outermost block around i: the function body."""
+	o = open_block(m, i)
+	while o >= 0:
+		up = open_block(m, o)
+		if up < 0:
+			break
+		o = up
+	if o < 0:
+		return -1, -1
+	return o, match_close(m, o)
+
+
+def line_start(t, i):
+	return t.rfind("\n", 0, i) + 1
+
+
+def line_end(t, i):
+	e = t.find("\n", i)
+	return len(t) if e < 0 else e
+
+
+def indent_at(t, i):
+	s = line_start(t, i)
+	j = s
+	while j < len(t) and t[j] in " \t":
+		j += 1
+	return t[s:j]
+
+
+def prev_nonspace(m, i):
+	j = i - 1
+	while j >= 0 and m[j].isspace():
+		j -= 1
+	return j
+
+
+def next_nonspace(m, i):
+	j = i
+	while j < len(m) and m[j].isspace():
+		j += 1
+	return j
+
+
+def flat(t, m, s, e):
+	"""Source text t[s:e] on one line: runs of blanks outside literals become
+	one space.  None if it holds a comment (kept as it is then)."""
+	if "/*" in t[s:e] or "//" in t[s:e]:
+		frag = t[s:e]
+		if m[s:e].count("/") != frag.count("/"):
+			return None
+	out = []
+	sp = False
+	for j in range(s, e):
+		c = t[j]
+		if c.isspace() and m[j].isspace() and (c != " " or m[j] == " ") and not _in_literal(t, m, j):
+			if not sp:
+				out.append(" ")
+			sp = True
+		else:
+			out.append(c)
+			sp = False
+	return "".join(out).strip()
+
+
+def _in_literal(t, m, j):
+	# blanks inside literals are masked too; a literal blank is one whose
+	# neighbours in t differ from m, i.e. the mask blanked non-blank text
+	# around it.  Literals with runs of blanks are rare in conditions.
+	return False
+
+
+def cols(line):
+	n = 0
+	for c in line:
+		n = (n // 8 + 1) * 8 if c == "\t" else n + 1
+	return n
+
+
+IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def idents(s):
+	return set(IDENT.findall(s))
+
+
+def pointer_to(expr):
+	"""&expr for a wait_queue_head_t lvalue as the macros take it."""
+	e = expr.strip()
+	mm = re.match(r"^\*\s*([A-Za-z_][\w]*(?:(?:->|\.)[A-Za-z_]\w*)*)$", e)
+	if mm:
+		return mm.group(1)
+	if re.match(r"^[A-Za-z_][\w]*(?:\s*(?:->|\.)\s*[A-Za-z_]\w*|\[[^\]]*\])*$", e):
+		return "&" + re.sub(r"\s+", "", e)
+	return "&(%s)" % e
+
+
+def wrap_call(ind, head, args, tail=";"):
+	"""head(args...)tail at indent ind, wrapped to MAX_COLS with the
+	continuation aligned to the open parenthesis."""
+	one = "%s%s(%s)%s" % (ind, head, ", ".join(args), tail)
+	if cols(one) <= MAX_COLS:
+		return [one]
+	lines = []
+	cur = "%s%s(" % (ind, head)
+	align = cols(cur)
+	cont = "\t" * (align // 8) + " " * (align % 8)
+	for k, a in enumerate(args):
+		piece = a + (", " if k < len(args) - 1 else ")" + tail)
+		if cols(cur + piece.rstrip()) > MAX_COLS and not cur.endswith("("):
+			lines.append(cur.rstrip())
+			cur = cont
+		cur += piece
+	lines.append(cur.rstrip())
+	return lines
+
+
+def wrap_cond(ind, cond, pre="if (", post=")"):
+	"""'if (cond)' wrapped at top-level || and && like the seeds do."""
+	one = "%s%s%s%s" % (ind, pre, cond, post)
+	if cols(one) <= MAX_COLS:
+		return [one]
+	m = mask(cond)
+	cuts = []
+	depth = 0
+	for j in range(len(cond)):
+		c = m[j]
+		if c in "([{":
+			depth += 1
+		elif c in ")]}":
+			depth -= 1
+		elif depth == 0 and m[j:j + 4] in (" || ", " && "):
+			cuts.append(j + 3)
+	if not cuts:
+		return [one]
+	pieces, s = [], 0
+	for c in cuts:
+		pieces.append(cond[s:c].strip())
+		s = c
+	pieces.append(cond[s:].strip())
+	align = cols(ind + pre)
+	cont = "\t" * (align // 8) + " " * (align % 8)
+	lines = []
+	cur = ind + pre
+	for k, p in enumerate(pieces):
+		piece = p + (" " if k < len(pieces) - 1 else post)
+		if cols(cur + piece.rstrip()) > MAX_COLS and cur.strip() not in ("", pre.strip()):
+			lines.append(cur.rstrip())
+			cur = cont
+		cur += piece
+	lines.append(cur.rstrip())
+	return lines
+
+
+DECL_RE = re.compile(r"^\s*(?:(?:static|const|volatile|unsigned|signed|struct|enum|union|register)\s+)*"
+		     r"[A-Za-z_]\w*(?:\s+[A-Za-z_]\w*)?[\s\*]+[A-Za-z_]\w*\s*(?:\[[^\]]*\])?\s*(?:=.*)?[;,]\s*$")
+DECL_MACRO_RE = re.compile(r"^\s*(?:DEFINE_\w+|DECLARE_\w+|LIST_HEAD|__label__)\b")
+NOT_DECL = {"return", "goto", "break", "continue", "else", "case", "default", "do"}
+
+
+def is_decl_line(line):
+	s = line.strip()
+	if not s or s.split()[0] in NOT_DECL or s.startswith(("if ", "if(", "for", "while", "switch")):
+		return False
+	if DECL_MACRO_RE.match(line):
+		return True
+	if "(" in s.split("=")[0]:
+		return False
+	return bool(DECL_RE.match(line))
+
+
+# ---------------------------------------------------------------------------
+# Edits
+
+class Edit:
+	__slots__ = ("s", "e", "text", "key")
+
+	def __init__(self, s, e, text, key=None):
+		self.s, self.e, self.text, self.key = s, e, text, key
+
+
+class Unit:
+	"""The edits of one patch: one function (plus its wakers)."""
+
+	def __init__(self, rel, func, kind):
+		self.rel, self.func, self.kind = rel, func, kind
+		self.edits = {}        # rel -> [Edit]
+		self.findings = []
+		self.caveats = []
+		self.wakers = []
+		self.reasons = []
+		self.confidence = "high"
+
+	def add(self, rel, edit):
+		self.edits.setdefault(rel, []).append(edit)
+
+
+class FileText:
+	def __init__(self, path):
+		with open(path, errors="surrogateescape") as f:
+			self.t = f.read()
+		self.m = mask(self.t)
+
+	def offset(self, line, col):
+		pos = 0
+		for _ in range(line - 1):
+			pos = self.t.index("\n", pos) + 1
+		return pos + col
+
+
+class Refuse(Exception):
+	def __init__(self, status, reason):
+		Exception.__init__(self, reason)
+		self.status, self.reason = status, reason
+
+
+def lower(conf):
+	return {"high": "medium", "medium": "low", "low": "low"}[conf]
+
+
+def pick_name(taken, choices):
+	for c in choices:
+		if c not in taken:
+			taken.add(c)
+			return c
+	k = 2
+	while "%s%d" % (choices[0], k) in taken:
+		k += 1
+	taken.add("%s%d" % (choices[0], k))
+	return "%s%d" % (choices[0], k)
+
+
+class Fixer:
+	def __init__(self, kdir, kn, tree=None, facts=None, ana=None):
+		self.kdir, self.kn = kdir, kn
+		self.tree, self.facts, self.ana = tree, facts, ana
+		self.files = {}
+		self.table = kn.waiters
+
+	def text(self, rel):
+		if rel not in self.files:
+			self.files[rel] = FileText(os.path.join(self.kdir, rel))
+		return self.files[rel]
+
+	# -- entry point -------------------------------------------------------
+
+	def run(self, findings):
+		"""Attach a 'fix' record to every finding; return the units."""
+		units = {}
+		refused = {}
+		for f in findings:
+			key = (f["file"], f["function"])
+			if key in refused:
+				f["fix"] = dict(refused[key])
+				continue
+			try:
+				u = units.get(key)
+				if u is None:
+					u = Unit(f["file"], f["function"], None)
+				self.plan(f, u)
+				units[key] = u
+				u.findings.append(f)
+			except Refuse as r:
+				f["fix"] = {"status": r.status, "reason": r.reason, "kind": kind_of(f),
+					    "confidence": f["confidence"], "caveats": [], "unit": "%s:%s" % key,
+					    "files": [], "wakers": [], "diff": ""}
+				if r.status == "manual" and key in units:
+					# one site of the function cannot be rewritten: patch none of it
+					refused[key] = f["fix"]
+					for g in units.pop(key).findings:
+						g["fix"] = dict(f["fix"])
+		out = []
+		for key, u in units.items():
+			try:
+				self.finish(u)
+			except Refuse as r:
+				for g in u.findings:
+					g["fix"] = {"status": r.status, "reason": r.reason, "kind": kind_of(g),
+						    "confidence": g["confidence"], "caveats": [], "unit": "%s:%s" % key,
+						    "files": [], "wakers": [], "diff": ""}
+				continue
+			diff = self.diff(u.edits)
+			rec = {"status": "patch", "reason": "; ".join(dict.fromkeys(u.reasons)), "kind": u.kind,
+			       "confidence": u.confidence, "caveats": list(dict.fromkeys(u.caveats)),
+			       "unit": "%s:%s" % key, "files": sorted(u.edits), "wakers": u.wakers, "diff": diff}
+			for g in u.findings:
+				g["fix"] = dict(rec, confidence=min_conf(rec["confidence"], g["confidence"]))
+			out.append(u)
+		return out
+
+	def plan(self, f, u):
+		shape = f["shape"]
+		if f.get("locked"):
+			raise Refuse("report-only", REPORT_ONLY["locked"] % f["locked"])
+		if shape == "wait_event":
+			self.plan_wait_event(f, u)
+		elif shape == "prepare_to_wait":
+			self.plan_prepare_to_wait(f, u)
+		elif shape == "set_current_state":
+			self.plan_set_current_state(f, u)
+		else:
+			raise Refuse("manual", "the task state is set inside %s(), a helper that returns with it "
+				     "still set: the wait loop spans two functions; restore TASK_RUNNING before the "
+				     "sleeping call or restructure by hand" % f["primitive"])
+		if u.kind and u.kind != kind_of(f):
+			raise Refuse("manual", "the function mixes %s and %s waits" % (u.kind, kind_of(f)))
+		u.kind = kind_of(f)
+		u.confidence = min_conf(u.confidence, f["confidence"])
+
+	def finish(self, u):
+		for rel, edits in u.edits.items():
+			edits.sort(key=lambda e: (e.s, e.e))
+			uniq = []
+			for e in edits:
+				if e.key and any(x.key == e.key for x in uniq):
+					continue
+				if uniq and e.s < uniq[-1].e:
+					raise Refuse("manual", "two rewrites overlap in %s" % rel)
+				uniq.append(e)
+			u.edits[rel] = uniq
+
+	def diff(self, edits_by_file):
+		out = []
+		for rel in sorted(edits_by_file):
+			ft = self.text(rel)
+			new = apply_edits(ft.t, edits_by_file[rel])
+			a = ft.t.splitlines(True)
+			b = new.splitlines(True)
+			out += difflib.unified_diff(a, b, "a/" + rel, "b/" + rel, n=3)
+		return "".join(x if x.endswith("\n") else x + "\n\\ No newline at end of file\n" for x in out)
+
+	# -- shared pieces -------------------------------------------------------
+
+	def block_decls(self, ft, u, rel, pos, decls, tag):
+		"""Declare decls at the top of the block around pos (once per block)."""
+		o = open_block(ft.m, pos)
+		if o < 0:
+			raise Refuse("manual", "the wait is not inside a block")
+		self.decls_at(ft, u, rel, o, decls, tag)
+
+	def decls_at(self, ft, u, rel, o, decls, tag):
+		t = ft.t
+		first = line_end(t, o) + 1
+		if first >= len(t):
+			raise Refuse("manual", "unexpected end of file")
+		ind = indent_at(t, next_nonspace(ft.m, first)) if t[first:line_end(t, first)].strip() else None
+		if not ind:
+			ind = indent_at(t, o) + "\t"
+		nxt = t[first:line_end(t, first)]
+		text = "".join("%s%s\n" % (ind, d) for d in decls)
+		if nxt.strip() and not is_decl_line(nxt):
+			text += "\n"
+		u.add(rel, Edit(first, first, text, key=("decl", o, tag)))
+
+	def include(self, ft, u, rel, header):
+		t = ft.t
+		if re.search(r"^#\s*include\s*<%s>" % re.escape(header), t, re.M):
+			return
+		incs = [mm for mm in re.finditer(r"^#\s*include\s*<linux/([^>]+)>[^\n]*\n", t, re.M)]
+		if not incs:
+			incs = [mm for mm in re.finditer(r"^#\s*include\s*[<\"][^\n]*\n", t, re.M)]
+			if not incs:
+				raise Refuse("manual", "no #include block to add <%s> to" % header)
+			at = incs[0].start()
+		else:
+			name = header[len("linux/"):]
+			at = None
+			names = [mm.group(1) for mm in incs]
+			if names == sorted(names):
+				for mm in incs:
+					if mm.group(1) > name:
+						at = mm.start()
+						break
+			if at is None:
+				at = incs[-1].end()
+		u.add(rel, Edit(at, at, "#include <%s>\n" % header, key=("inc", header)))
+
+	def taken_names(self, ft, pos):
+		o, c = function_body(ft.m, pos)
+		if o < 0:
+			raise Refuse("manual", "cannot find the enclosing function")
+		return idents(ft.m[o:c]), (o, c)
+
+	# -- wait_event ----------------------------------------------------------
+
+	def plan_wait_event(self, f, u):
+		prim = f["primitive"]
+		v = self.table.get(prim)
+		if v is None:
+			raise Refuse("report-only", "%s() is a wait macro defined outside wait.h; rewrite the "
+				     "macro or its users by hand" % prim)
+		if v["family"] in ("swait", "rcuwait", "wait_var"):
+			raise Refuse("report-only", REPORT_ONLY[v["family"]])
+		if v["locked"] == "wq.lock":
+			raise Refuse("report-only", REPORT_ONLY["locked"] % "wq.lock")
+		if v["locked"]:
+			if f.get("role") == "cmd":
+				raise Refuse("manual", "the sleeping call is in the cmd of %s(), which runs with the lock "
+					     "dropped but the task state set; the macro cannot be replaced by wait_woken() "
+					     "without re-taking the lock by hand" % prim)
+			raise Refuse("report-only", REPORT_ONLY["lock"] % "lock")
+		if v["timeout"] == "ktime":
+			raise Refuse("report-only", REPORT_ONLY["ktime"])
+		if prim == "io_wait_event":
+			raise Refuse("report-only", REPORT_ONLY["io"])
+		rel = f["file"]
+		ft = self.text(rel)
+		t, m = ft.t, ft.m
+		pos = ft.offset(f["line"], f["col"])
+		if not t.startswith(prim, pos):
+			raise Refuse("manual", "the source at the reported position is not %s()" % prim)
+		po = next_nonspace(m, pos + len(prim))
+		if po >= len(m) or m[po] != "(":
+			raise Refuse("manual", "cannot find the arguments of %s()" % prim)
+		pc = match_close(m, po)
+		if pc < 0:
+			raise Refuse("manual", "unbalanced parentheses in %s()" % prim)
+		spans = split_top(m, po + 1, pc)
+		args = [flat(t, m, s, e) for s, e in spans]
+		if any(a is None for a in args):
+			raise Refuse("manual", "a comment inside the macro arguments")
+		ctx = self.context(ft, pos, pc, prim, v)
+		taken, _ = self.taken_names(ft, pos)
+		taken |= set(x for a in args for x in idents(a))
+		ind = indent_at(t, ctx["stmt"])
+		state, sig = STATE.get(v["state"], (None, None))
+		if v["state"] == "state":
+			state = args[2]
+			sig = "signal_pending_state(%s, current)" % state
+		if state is None:
+			raise Refuse("manual", "unknown task state %s" % v["state"])
+		wq = pointer_to(args[0])
+		cond = args[v["cond"]]
+		cmd = [args[k] for k in v["cmd"]]
+		if prim.endswith("_cmd") and len(args) >= 4:
+			cmd = [args[2], args[3]]
+		wname = pick_name(taken, ["wait", "wait_entry", "woken_wait"])
+		timeout = args[-1] if v["timeout"] == "jiffies" else None
+		need_val = ctx["use"] != "discard" and v["value"] != "void"
+		decls = ["DEFINE_WAIT_FUNC(%s, woken_wake_function);" % wname]
+		res = None
+		if timeout is not None:
+			res = pick_name(taken, ["timeout", "remaining", "tmo"])
+			decls.append("long %s;" % res)
+		elif need_val:
+			lv = ctx.get("lvalue")
+			if lv and re.match(r"^[A-Za-z_]\w*$", lv) and lv not in idents(" ".join(args)):
+				res = lv
+			else:
+				res = pick_name(taken, ["ret", "err", "wait_ret"])
+				decls.append("int %s;" % res)
+		if ctx["use"] in ("discard",) or (timeout is None and v["value"] == "void"):
+			pass
+		if wname != "wait" and "wait" in idents(" ".join(args)):
+			pass
+		# the loop, after wait.h's ___wait_event() and ___wait_cond_timeout()
+		i1 = ind + "\t"
+		i2 = i1 + "\t"
+		L = []
+		if timeout is not None:
+			L.append("%s%s = %s;" % (ind, res, timeout))
+		elif need_val and sig:
+			L.append("%s%s = 0;" % (ind, res))
+		elif need_val:
+			L.append("%s%s = 0;" % (ind, res))
+		add = "add_wait_queue_exclusive" if v["exclusive"] else "add_wait_queue"
+		L += wrap_call(ind, add, [wq, "&" + wname])
+		L.append("%sfor (;;) {" % ind)
+		if timeout is not None:
+			L += wrap_cond(i1, cond, post=") {")
+			L += ["%sif (!%s)" % (i2, res), "%s\t%s = 1;" % (i2, res), "%sbreak;" % i2, "%s}" % i1]
+			L += ["%sif (!%s)" % (i1, res), "%sbreak;" % i2]
+		else:
+			L += wrap_cond(i1, cond)
+			L.append("%sbreak;" % i2)
+		if sig:
+			if res is not None:
+				L += ["%sif (%s) {" % (i1, sig), "%s%s = -ERESTARTSYS;" % (i2, res), "%sbreak;" % i2,
+				      "%s}" % i1]
+			else:
+				L += ["%sif (%s)" % (i1, sig), "%sbreak;" % i2]
+		if cmd:
+			L += ["%s%s;" % (i1, cmd[0])]
+		if timeout is not None:
+			L += wrap_call(i1, "%s = wait_woken" % res, ["&" + wname, state, res])
+		else:
+			L += wrap_call(i1, "wait_woken", ["&" + wname, state, "MAX_SCHEDULE_TIMEOUT"])
+		if len(cmd) > 1:
+			L += ["%s%s;" % (i1, cmd[1])]
+		L.append("%s}" % ind)
+		L += wrap_call(ind, "remove_wait_queue", [wq, "&" + wname])
+		use = ctx["use"]
+		if use == "assign" and res != ctx["lvalue"]:
+			L.append("%s%s = %s;" % (ind, ctx["lvalue"], res))
+		elif use == "return":
+			L.append("%sreturn %s;" % (ind, res))
+		if ctx["braces"]:
+			outer = ctx["braces"]
+			body = ["%s{" % outer] + ["\t" + x if x else x for x in L] + ["%s}" % outer]
+			decl_lines = ["%s\t%s" % (outer, d) for d in decls]
+			text = "\n".join([body[0]] + decl_lines + [""] + body[1:]) + "\n"
+			u.add(rel, Edit(ctx["repl_s"], ctx["repl_e"], text))
+		elif use == "if":
+			text = "\n".join(L) + "\n"
+			u.add(rel, Edit(ctx["ins"], ctx["ins"], text))
+			u.add(rel, Edit(ctx["repl_s"], ctx["repl_e"], ctx["if_expr"] % res))
+			self.block_decls(ft, u, rel, ctx["stmt"], decls, res)
+		else:
+			text = "\n".join(L) + "\n"
+			u.add(rel, Edit(ctx["repl_s"], ctx["repl_e"], text))
+			self.block_decls(ft, u, rel, ctx["stmt"], decls, res)
+		self.include(ft, u, rel, "linux/wait.h")
+		if sig and "current" in sig and "signal_pending_state" not in sig:
+			self.include(ft, u, rel, "linux/sched/signal.h")
+		elif sig:
+			self.include(ft, u, rel, "linux/sched/signal.h")
+		what = "%s() becomes an add_wait_queue()/wait_woken()/remove_wait_queue() loop: the condition " \
+		       "now runs in TASK_RUNNING, so a sleep in it no longer resets the wait's state" % prim
+		u.reasons.append(what)
+		if v["exclusive"]:
+			u.caveats.append("exclusive wait: add_wait_queue_exclusive() keeps the tail queueing, but a "
+					 "waiter woken exclusively that then leaves on a signal may swallow the wakeup, "
+					 "where prepare_to_wait_event() would pass it on")
+			u.confidence = lower(u.confidence)
+		if cmd:
+			u.caveats.append("%s: cmd1 and cmd2 now run in TASK_RUNNING around wait_woken()" % prim)
+		if "kthread_should_stop()" in cond:
+			u.caveats.append("the condition tests kthread_should_stop(): kthread_stop() still ends the "
+					 "wait (wait_woken() checks it), but a wake_up_process() of this thread that is "
+					 "meant to end the wait is no longer seen; check the wakers")
+			u.confidence = lower(u.confidence)
+		if sig:
+			u.caveats.append("signals: %s is tested after the condition, as ___wait_event() does, and "
+					 "gives -ERESTARTSYS" % sig)
+		if timeout is not None:
+			u.caveats.append("timeout: the remaining jiffies are threaded through wait_woken(); the result "
+					 "is 0 if the time ran out with the condition false, at least 1 if it is true")
+
+	def context(self, ft, pos, pc, prim, v):
+		"""Where the macro's value goes: only whole-statement contexts are
+		rewritten, so that moving the loop out cannot change the order of
+		evaluation."""
+		t, m = ft.t, ft.m
+		after = next_nonspace(m, pc + 1)
+		b = prev_nonspace(m, pos)
+		ctx = {"braces": None}
+		before_word = re.search(r"([A-Za-z_]\w*)\s*$", m[:pos])
+
+		def stmt_ok(s):
+			p = prev_nonspace(m, s)
+			if p < 0 or m[p] in ";{}":
+				return "block"
+			if m[p] == ":" and not re.search(r"\?[^;{}]*$", m[:p]):
+				return "block"
+			if m[p] == ")" or m[max(0, p - 3):p + 1] == "else":
+				return "body"
+			return None
+
+		def line_alone(s, e):
+			if t[line_start(t, s):s].strip():
+				raise Refuse("report-only", "the wait shares its line with other code")
+			rest = m[e:line_end(t, e)]
+			if rest.strip():
+				raise Refuse("report-only", "the wait shares its line with other code")
+
+		if before_word and before_word.group(1) == "return" and m[after] == ";":
+			s = before_word.start(1)
+			where = stmt_ok(s)
+			if where is None:
+				raise Refuse("report-only", "unusual statement context")
+			line_alone(s, after + 1)
+			ctx.update(use="return", stmt=s, repl_s=line_start(t, s), repl_e=line_end(t, after) + 1)
+		elif b >= 0 and m[b] == "=" and m[b - 1] not in "=!<>+-*/%&|^" and m[after] == ";":
+			st = b - 1
+			while st >= 0 and m[st] not in ";{}:":
+				st -= 1
+			s = next_nonspace(m, st + 1)
+			lv = flat(t, m, s, b)
+			if lv is None or not re.match(r"^[A-Za-z_][\w]*(?:\s*(?:->|\.)\s*[A-Za-z_]\w*|\[[^\]]*\])*$", lv):
+				if lv and re.match(r"^[A-Za-z_][\w\s\*]*\s\**[A-Za-z_]\w*$", lv):
+					raise Refuse("report-only", "the value initializes a declaration (%s); moving the "
+						     "wait out would put code before a declaration" % lv)
+				raise Refuse("report-only", "the value is assigned to an expression (%s)" % (lv or "?"))
+			where = stmt_ok(s)
+			if where != "block":
+				raise Refuse("report-only", "the assignment is not a statement of its own block")
+			line_alone(s, after + 1)
+			ctx.update(use="assign", lvalue=re.sub(r"\s+", "", lv), stmt=s, repl_s=line_start(t, s),
+				   repl_e=line_end(t, after) + 1)
+		elif m[after] == ";" and (b < 0 or m[b] in ";{}:)" or m[max(0, b - 3):b + 1] == "else"):
+			where = stmt_ok(pos)
+			if where is None:
+				raise Refuse("report-only", "unusual statement context")
+			line_alone(pos, after + 1)
+			ctx.update(use="discard", stmt=pos, repl_s=line_start(t, pos), repl_e=line_end(t, after) + 1)
+			if where == "body":
+				ctx["braces"] = indent_at(t, pos)[:-1] if indent_at(t, pos).endswith("\t") else indent_at(t, pos)
+				ctx["braces"] = None
+				raise Refuse("report-only", "the wait is the unbraced body of an if/else/loop; add braces "
+					     "first")
+		elif b >= 0 and m[b] in "(!":
+			# if (w), if (!w), if (w < 0)
+			neg = m[b] == "!"
+			op = prev_nonspace(m, b) if neg else b
+			if m[op] != "(":
+				raise Refuse("report-only", "the value is used inside an expression")
+			kw = re.search(r"(?:^|[^\w])(else\s+)?if\s*$", m[:op])
+			if not kw:
+				raise Refuse("report-only", "the value is used as a loop condition or a call argument")
+			if kw.group(1):
+				raise Refuse("report-only", "the wait is the condition of an 'else if'")
+			tail = re.match(r"\s*(\)|<\s*0\s*\))", m[pc + 1:])
+			if not tail:
+				raise Refuse("report-only", "the value is part of a larger condition")
+			s = kw.start() + (0 if m[kw.start()] == "i" else 1)
+			if stmt_ok(s) != "block":
+				raise Refuse("report-only", "the if statement is not a statement of its own block")
+			if t[line_start(t, s):s].strip():
+				raise Refuse("report-only", "the wait shares its line with other code")
+			tail_txt = tail.group(1)
+			expr = ("!%s" if neg else "%s") + (" < 0" if tail_txt.startswith("<") else "")
+			ctx.update(use="if", stmt=s, ins=line_start(t, s), repl_s=(b if neg else pos),
+				   repl_e=pc + 1 + tail.start(1) + (len(tail_txt) - 1 if tail_txt.startswith("<") else 0),
+				   if_expr=expr)
+			if v["value"] == "void":
+				raise Refuse("report-only", "a void wait used as a value")
+		else:
+			raise Refuse("report-only", "the value is used inside an expression (a ?:, &&/|| chain, loop "
+				     "condition or macro argument), where moving the wait out could change the order "
+				     "of evaluation")
+		return ctx
+
+
+	# -- prepare_to_wait loops -----------------------------------------------
+
+	def plan_prepare_to_wait(self, f, u):
+		raise Refuse("manual", "prepare_to_wait() loops are not rewritten yet")
+
+	def plan_set_current_state(self, f, u):
+		raise Refuse("manual", "set_current_state() loops are not rewritten yet")
+
+
+def kind_of(f):
+	return {"wait_event": "wait_event", "prepare_to_wait": "prepare_to_wait",
+		"set_current_state": "set_current_state"}.get(f["shape"], f["shape"])
+
+
+def min_conf(a, b):
+	order = ["low", "medium", "high"]
+	return order[min(order.index(a), order.index(b))]
+
+
+def apply_edits(text, edits):
+	out = []
+	last = 0
+	for e in sorted(edits, key=lambda e: (e.s, e.e)):
+		out.append(text[last:e.s])
+		out.append(e.text)
+		last = e.e
+	out.append(text[last:])
+	return "".join(out)
+
+
+def combined_diff(fixer, units):
+	"""One diff for all units, per file (units never overlap: a unit is a
+	whole function)."""
+	per = {}
+	for u in units:
+		for rel, edits in u.edits.items():
+			per.setdefault(rel, [])
+			for e in edits:
+				if e.key and any(x.key == e.key for x in per[rel]):
+					continue
+				per[rel].append(e)
+	return fixer.diff(per)
