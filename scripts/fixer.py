@@ -44,11 +44,11 @@ STATE = {
 }
 
 REPORT_ONLY = {
-	"locked": "the condition runs with %s held, so a sleep there is a sleep in atomic context; "
-		  "add_wait_queue() would also take the held wq.lock. wait_woken() does not fix this: "
+	"locked": "the condition runs with %s held, so a sleep there is a sleep in atomic context, and "
+		  "add_wait_queue() would self-deadlock on the held lock; wait_woken() does not fix this: "
 		  "move the sleeping call out from under the lock by hand",
-	"lock": "the condition runs under the spinlock passed to the macro (%s): a sleep there is a sleep "
-		"in atomic context, which wait_woken() does not fix",
+	"lock": "the condition runs under the spinlock passed to the macro (%s), with interrupts off: a "
+		"sleep there is a sleep in atomic context, which wait_woken() does not fix",
 	"ktime": "the hrtimeout variants take a ktime_t and sleep on an hrtimer; wait_woken() takes "
 		 "jiffies, so there is no exact wait_woken() form",
 	"swait": "swait queues have no wait-queue entry with a wake function, so woken_wake_function() "
@@ -221,7 +221,71 @@ def flat(t, m, s, e):
 		else:
 			out.append(c)
 			sp = False
-	return "".join(out).strip()
+	r = "".join(out).strip()
+	# no blank between a function name and its '(', or inside parentheses
+	rm = mask(r)
+	res = []
+	for j, c in enumerate(r):
+		if c == " " and rm[j] == " ":
+			nxt = rm[j + 1] if j + 1 < len(rm) else ""
+			prv = rm[j - 1] if j else ""
+			if nxt == ")" or prv == "(" or prv == "[" or nxt == "]":
+				continue
+			if nxt == "(" and (prv.isalnum() or prv == "_"):
+				word = re.search(r"(\w+)$", r[:j]).group(1)
+				if word not in ("if", "while", "for", "switch", "return", "sizeof", "typeof"):
+					continue
+		res.append(c)
+	return "".join(res)
+
+
+def split_cond(cond):
+	"""(loop_decls, pre_statements, test) for a wait condition, so that the
+	rewritten loop passes checkpatch: a statement-expression condition
+	'({ decls; stmts; value; })' is unpacked into the loop body, and an
+	assignment that is evaluated first, '(x = f()) != 0 || ...', is hoisted
+	into a statement of its own.  Both keep the order of evaluation."""
+	c = cond.strip()
+	m = mask(c)
+	if c.startswith("({") and c.endswith("})") and match_close(m, 0) == len(c) - 1:
+		inner_s, inner_e = 2, len(c) - 2
+		parts = []
+		depth, start = 0, inner_s
+		for j in range(inner_s, inner_e):
+			ch = m[j]
+			if ch in "([{":
+				depth += 1
+			elif ch in ")]}":
+				depth -= 1
+			elif ch == ";" and depth == 0:
+				parts.append(c[start:j].strip())
+				start = j + 1
+		tail = c[start:inner_e].strip()
+		if tail or not parts or any("{" in mask(p) for p in parts):
+			return None
+		value = parts[-1]
+		decls, stmts = [], []
+		for p in parts[:-1]:
+			if not p:
+				continue
+			if is_decl_line(p + ";") and not stmts:
+				decls.append(p + ";")
+			else:
+				stmts.append(p + ";")
+		d2, s2, test = split_cond(value) or ([], [], value)
+		return decls + d2, stmts + s2, test
+	if c.startswith("("):
+		e = match_close(m, 0)
+		if e > 0:
+			a = re.match(r"^\(\s*([A-Za-z_][\w]*(?:\s*(?:->|\.)\s*[A-Za-z_]\w*)*)\s*=(?!=)\s*(.*)\)$", c[:e + 1],
+				     re.S)
+			if a and "=" not in mask(a.group(2)).replace("==", "").replace("!=", "").replace("<=", "") \
+					.replace(">=", ""):
+				lv, rhs = a.group(1), a.group(2).strip()
+				rest = c[e + 1:].strip()
+				test = lv + (" " + rest if rest else "")
+				return [], ["%s = %s;" % (lv, rhs)], test
+	return [], [], c
 
 
 def _in_literal(t, m, j):
@@ -339,6 +403,10 @@ class Edit:
 	def __init__(self, s, e, text, key=None):
 		self.s, self.e, self.text, self.key = s, e, text, key
 
+	def order(self):
+		# at one offset, declarations and includes go first
+		return (self.s, self.e, 0 if self.key else 1)
+
 
 class Unit:
 	"""The edits of one patch: one function (plus its wakers)."""
@@ -452,7 +520,10 @@ class Fixer:
 	def plan(self, f, u):
 		shape = f["shape"]
 		if f.get("locked"):
-			raise Refuse("report-only", REPORT_ONLY["locked"] % f["locked"])
+			v = self.table.get(f["primitive"], {})
+			if v.get("locked") == "wq.lock" or f["locked"] == "wq.lock":
+				raise Refuse("report-only", REPORT_ONLY["locked"] % "wq.lock")
+			raise Refuse("report-only", REPORT_ONLY["lock"] % f["locked"])
 		if shape == "wait_event":
 			self.plan_wait_event(f, u)
 		elif shape == "prepare_to_wait":
@@ -470,7 +541,7 @@ class Fixer:
 
 	def finish(self, u):
 		for rel, edits in u.edits.items():
-			edits.sort(key=lambda e: (e.s, e.e))
+			edits.sort(key=Edit.order)
 			uniq = []
 			for e in edits:
 				if e.key and any(x.key == e.key for x in uniq):
@@ -627,6 +698,13 @@ class Fixer:
 		add = "add_wait_queue_exclusive" if v["exclusive"] else "add_wait_queue"
 		L += wrap_call(ind, add, [wq, "&" + wname])
 		L.append("%sfor (;;) {" % ind)
+		sc = split_cond(cond)
+		if sc is None:
+			raise Refuse("manual", "the condition is a statement expression that cannot be unpacked")
+		ldecls, pre, cond = sc
+		if ldecls:
+			L += ["%s%s" % (i1, d) for d in ldecls] + [""]
+		L += ["%s%s" % (i1, x) for x in pre]
 		if timeout is not None:
 			L += wrap_cond(i1, cond, post=") {")
 			L += ["%sif (!%s)" % (i2, res), "%s\t%s = 1;" % (i2, res), "%sbreak;" % i2, "%s}" % i1]
@@ -814,7 +892,7 @@ def min_conf(a, b):
 def apply_edits(text, edits):
 	out = []
 	last = 0
-	for e in sorted(edits, key=lambda e: (e.s, e.e)):
+	for e in sorted(edits, key=Edit.order):
 		out.append(text[last:e.s])
 		out.append(e.text)
 		last = e.e

@@ -10,6 +10,11 @@ test suite:
                                 NAME/; NAME_failure.* are known limitations
   scripts/test_*.py, kernel-boot/test_*.py
                                 unit tests (unittest), one result per test
+  fixtures/patch/NAME.res       expected C after MODE=patch on NAME.c (or
+                                NAME.res/ for the tree NAME/); the patched
+                                code must give an empty second MODE=patch,
+                                keep only the unpatched findings, and pass
+                                the kernel's checkpatch.pl
   fixtures/realtree/*.json      checks on the real linux-source-6.1 tree
   scripts/check_*.py, kernel-boot/check_*.py
                                 slow checks (patch fixtures, compile, boot):
@@ -114,6 +119,103 @@ def report_fixtures(res, only):
 
 # Unit tests live next to the code they test.
 UNIT_DIRS = ("scripts", "kernel-boot")
+
+
+CHECKPATCH_IGNORE = ("Missing commit description", "Missing Signed-off-by", "No Signed-off-by",
+		     "added, moved or deleted file(s), does MAINTAINERS need updating")
+
+
+def checkpatch(diff):
+	"""checkpatch.pl of the cached 6.1 tree on a bare diff: its complaints,
+	or None when the tree is not there."""
+	cp = os.path.join(KTREE, "scripts", "checkpatch.pl")
+	if not os.path.isfile(cp):
+		return None
+	proc = subprocess.run(["perl", cp, "--no-tree", "--no-signoff", "-q", "-"], input=diff,
+			      capture_output=True, text=True, timeout=120)
+	out = []
+	for block in proc.stdout.split("\n\n"):
+		first = block.strip().splitlines()[0] if block.strip() else ""
+		if first.startswith(("ERROR", "WARNING")) and not any(x in first for x in CHECKPATCH_IGNORE):
+			out.append(block.strip())
+	return out
+
+
+def patch_fixtures(res, only):
+	for exp in sorted(glob.glob(os.path.join(TOP, "fixtures", "patch", "*.res"))):
+		name = os.path.basename(exp)[:-len(".res")]
+		if only and only not in name:
+			continue
+		base = exp[:-len(".res")]
+		known = name.endswith("_failure")
+		tmp = tempfile.mkdtemp(prefix="nestsleep-px-")
+		t = time.time()
+		try:
+			tree = os.path.join(tmp, "tree")
+			if os.path.isdir(base):
+				shutil.copytree(base, tree)
+			else:
+				os.mkdir(tree)
+				shutil.copy(base + ".c", tree)
+			j1 = os.path.join(tmp, "first.json")
+			p1 = run_tool(tree, ["--mode", "patch", "--json", j1])
+			if p1.returncode != 0 or "Traceback" in p1.stderr:
+				res.add("patch/" + name, False, time.time() - t, p1.stderr[-3000:], known)
+				continue
+			ap = subprocess.run(["patch", "-p1", "--no-backup-if-mismatch", "-s"], input=p1.stdout, cwd=tree,
+					    capture_output=True, text=True)
+			detail = ""
+			if ap.returncode != 0:
+				detail = "patch -p1 failed:\n" + ap.stdout + ap.stderr
+			else:
+				if os.path.isdir(exp):
+					pairs = [(os.path.join(exp, r), os.path.join(tree, r))
+						 for r in sorted(os.listdir(exp))]
+				else:
+					pairs = [(exp, os.path.join(tree, name + ".c"))]
+				for want_p, got_p in pairs:
+					with open(want_p) as f:
+						want = f.read()
+					with open(got_p) as f:
+						got = f.read()
+					if want != got:
+						import difflib
+						detail += "".join(difflib.unified_diff(
+							want.splitlines(True), got.splitlines(True), "expected/" + os.path.basename(want_p),
+							"got/" + os.path.basename(got_p)))
+			res.add("patch/" + name, not detail, time.time() - t, detail, known)
+			if detail:
+				continue
+			# idempotence: the patched code gives an empty diff, and only the
+			# findings that had no patch remain
+			t = time.time()
+			with open(j1) as f:
+				first = json.load(f)["findings"]
+			j2 = os.path.join(tmp, "second.json")
+			p2 = run_tool(tree, ["--mode", "patch", "--json", j2])
+			detail = ""
+			if p2.returncode != 0:
+				detail = p2.stderr[-2000:]
+			else:
+				if p2.stdout.strip():
+					detail += "second MODE=patch is not empty:\n" + p2.stdout[:3000]
+				with open(j2) as f:
+					second = json.load(f)["findings"]
+				left = sorted((f["function"], f["primitive"]) for f in first if f["fix"]["status"] != "patch")
+				again = sorted((f["function"], f["primitive"]) for f in second)
+				if left != again:
+					detail += "findings after patching: %s\nexpected (the unpatched ones): %s\n" % (again, left)
+			res.add("patch/%s/idempotent" % name, not detail, time.time() - t, detail, known)
+			t = time.time()
+			cp = checkpatch(p1.stdout)
+			if cp is None:
+				print("%-58s SKIP (no kernel tree for checkpatch.pl)" % ("patch/%s/checkpatch" % name))
+			else:
+				res.add("patch/%s/checkpatch" % name, not cp, time.time() - t, "\n\n".join(cp), known)
+		except subprocess.TimeoutExpired:
+			res.add("patch/" + name, False, time.time() - t, "timed out", known)
+		finally:
+			shutil.rmtree(tmp, ignore_errors=True)
 
 
 def unit_tests(res, only):
@@ -288,7 +390,7 @@ def main(argv):
 	a = ap.parse_args(argv)
 	res = Results()
 	t0 = time.time()
-	for stage, fn in (("unit", unit_tests), ("report fixtures", report_fixtures),
+	for stage, fn in (("unit", unit_tests), ("report fixtures", report_fixtures), ("patch fixtures", patch_fixtures),
 			  ("kernel coccicheck", standalone_fixtures), ("real tree", realtree_checks)):
 		if a.fast and stage in ("real tree", "kernel coccicheck"):
 			continue
