@@ -526,6 +526,8 @@ class Fixer:
 			raise Refuse("report-only", REPORT_ONLY["lock"] % f["locked"])
 		if shape == "wait_event":
 			self.plan_wait_event(f, u)
+		elif shape in ("prepare_to_wait", "set_current_state") and u.kind == shape:
+			pass    # the whole loop of this function is rewritten already
 		elif shape == "prepare_to_wait":
 			self.plan_prepare_to_wait(f, u)
 		elif shape == "set_current_state":
@@ -870,10 +872,228 @@ class Fixer:
 		return ctx
 
 
+	# -- open-coded loops: shared pieces -------------------------------------
+
+	def calls_in(self, ft, o, c, names):
+		"""[(name, pos, open_paren, close_paren)] of calls to names in m[o:c]."""
+		m = ft.m
+		out = []
+		rx = re.compile(r"\b(%s)\s*\(" % "|".join(names))
+		for mm in rx.finditer(m, o, c):
+			po = mm.end() - 1
+			out.append((mm.group(1), mm.start(), po, match_close(m, po)))
+		return out
+
+	def statement(self, ft, pos, pc, what):
+		"""(line_start, line_end+1, lvalue) of the statement 'call(...);' or
+		'lv = call(...);' at pos, which must be alone on its lines."""
+		t, m = ft.t, ft.m
+		after = next_nonspace(m, pc + 1)
+		if after >= len(m) or m[after] != ";":
+			raise Refuse("manual", "the value of %s() is used inside an expression" % what)
+		s = pos
+		lv = None
+		b = prev_nonspace(m, pos)
+		if b >= 0 and m[b] == "=" and m[b - 1] not in "=!<>":
+			st = b - 1
+			while st >= 0 and m[st] not in ";{}":
+				st -= 1
+			s = next_nonspace(m, st + 1)
+			lv = flat(t, m, s, b)
+			b = prev_nonspace(m, s)
+		if b >= 0 and m[b] not in ";{}:":
+			raise Refuse("manual", "%s() is not a statement of its own block (it is conditional or "
+				     "part of an expression)" % what)
+		if t[line_start(t, s):s].strip() or m[after + 1:line_end(t, after)].strip():
+			raise Refuse("manual", "%s() shares its line with other code" % what)
+		return line_start(t, s), line_end(t, after) + 1, lv
+
+	def delete_stmt(self, ft, u, rel, s, e):
+		"""Delete the lines [s, e), and one blank line after them when they
+		opened a block or followed a blank line."""
+		t = ft.t
+		prev = t[line_start(t, max(s - 1, 0)):max(s - 1, 0)].strip() if s > 0 else ""
+		nxt_e = line_end(t, e)
+		if e < len(t) and not t[e:nxt_e].strip() and (prev.endswith("{") or prev == ""):
+			e = nxt_e + 1
+		u.add(rel, Edit(s, e, ""))
+
+	def loop_of(self, ft, pos):
+		"""(loop_stmt_start, body_open, body_close) when the statement at pos
+		is the first statement of a for/while/do loop body, else None."""
+		m = ft.m
+		o = open_block(m, pos)
+		if o < 0 or m[o + 1:pos].strip():
+			return None
+		hb = prev_nonspace(m, o)
+		if hb >= 0 and m[hb] == ")":
+			# for (...) { / while (...) {
+			depth = 0
+			j = hb
+			while j >= 0:
+				if m[j] == ")":
+					depth += 1
+				elif m[j] == "(":
+					depth -= 1
+					if depth == 0:
+						break
+				j -= 1
+			kw = re.search(r"\b(for|while)\s*$", m[:j])
+			if not kw:
+				return None
+			return kw.start(1), o, match_close(m, o)
+		kw = re.search(r"\bdo\s*$", m[:o])
+		if kw:
+			return kw.start(), o, match_close(m, o)
+		return None
+
+	SCHED = ("schedule", "schedule_timeout", "io_schedule", "io_schedule_timeout", "freezable_schedule",
+		 "freezable_schedule_timeout", "schedule_hrtimeout", "schedule_hrtimeout_range",
+		 "schedule_timeout_interruptible", "schedule_timeout_uninterruptible", "schedule_timeout_killable",
+		 "schedule_timeout_idle", "schedule_preempt_disabled")
+
+	def replace_schedules(self, ft, u, rel, s, e, entry, state, what):
+		"""schedule() -> wait_woken() in m[s:e].  Returns how many."""
+		t, m = ft.t, ft.m
+		n = 0
+		for name, pos, po, pc in self.calls_in(ft, s, e, self.SCHED):
+			if name not in ("schedule", "schedule_timeout"):
+				raise Refuse("manual", "the loop sleeps in %s(), which has no wait_woken() form" % name)
+			ls, le, lv = self.statement(ft, pos, pc, name)
+			ind = indent_at(t, ls)
+			if name == "schedule":
+				args = ["&" + entry, state, "MAX_SCHEDULE_TIMEOUT"]
+			else:
+				targ = flat(t, m, po + 1, pc)
+				if targ is None:
+					raise Refuse("manual", "a comment inside schedule_timeout()")
+				args = ["&" + entry, state, targ]
+			head = "%s = wait_woken" % lv if lv else "wait_woken"
+			u.add(rel, Edit(ls, le, "\n".join(wrap_call(ind, head, args)) + "\n"))
+			n += 1
+		if not n:
+			raise Refuse("manual", "no schedule() between %s() and the end of the loop" % what)
+		return n
+
 	# -- prepare_to_wait loops -----------------------------------------------
 
 	def plan_prepare_to_wait(self, f, u):
-		raise Refuse("manual", "prepare_to_wait() loops are not rewritten yet")
+		rel = f["file"]
+		ft = self.text(rel)
+		t, m = ft.t, ft.m
+		pos = ft.offset(f["line"], f["col"])
+		o, c = function_body(m, pos)
+		if o < 0:
+			raise Refuse("manual", "cannot find the enclosing function")
+		if f["primitive"] == "prepare_to_wait_event":
+			raise Refuse("manual", "prepare_to_wait_event() returns the signal state; convert by hand")
+		preps = self.calls_in(ft, o, c, ["prepare_to_wait", "prepare_to_wait_exclusive", "prepare_to_wait_event"])
+		fins = self.calls_in(ft, o, c, ["finish_wait"])
+		sig = None
+		for name, p, po, pc in preps:
+			a = [flat(t, m, x, y) for x, y in split_top(m, po + 1, pc)]
+			if None in a or len(a) != 3:
+				raise Refuse("manual", "unexpected arguments of %s()" % name)
+			if sig is None:
+				sig = (name, a)
+			elif (name, a) != sig:
+				raise Refuse("manual", "the function calls prepare_to_wait*() with different queues, "
+					     "entries or states")
+		name, (q, ent, state) = sig
+		if not ent.startswith("&") or not re.match(r"^[A-Za-z_]\w*$", ent[1:]):
+			raise Refuse("manual", "the wait entry %s is not a local variable" % ent)
+		entry = ent[1:]
+		# the entry: DEFINE_WAIT(entry); becomes a woken_wake_function entry
+		dm = re.compile(r"\bDEFINE_WAIT\s*\(\s*%s\s*\)\s*;" % re.escape(entry)).search(m, o, c)
+		if not dm:
+			raise Refuse("manual", "the wait entry %s is not declared with DEFINE_WAIT()" % entry)
+		u.add(rel, Edit(dm.start(), dm.end(), "DEFINE_WAIT_FUNC(%s, woken_wake_function);" % entry))
+		for fn, p, po, pc in fins:
+			a = [flat(t, m, x, y) for x, y in split_top(m, po + 1, pc)]
+			if a != [q, ent]:
+				raise Refuse("manual", "finish_wait() on another queue or entry")
+		if not fins:
+			raise Refuse("manual", "no finish_wait() for the entry")
+		first = preps[0]
+		loop = self.loop_of(ft, first[1])
+		ls0, le0, _ = self.statement(ft, first[1], first[3], first[0])
+		add = "add_wait_queue_exclusive" if name == "prepare_to_wait_exclusive" else "add_wait_queue"
+		if loop:
+			lstart, bo, bc = loop
+			if t[line_start(t, lstart):lstart].strip():
+				raise Refuse("manual", "the loop statement shares its line with other code")
+			ind = indent_at(t, lstart)
+			ins = line_start(t, lstart)
+			u.add(rel, Edit(ins, ins, "\n".join(wrap_call(ind, add, [q, ent])) + "\n"))
+			self.delete_stmt(ft, u, rel, ls0, le0)
+			add_at = ins
+		else:
+			# before the loop (md/raid5): the first one adds, a re-arm after
+			# schedule() goes away
+			nxt = next_nonspace(m, first[3] + 2)
+			lm = re.match(r"(for|while|do)\b", m[nxt:nxt + 6])
+			if not lm:
+				raise Refuse("manual", "%s() is neither at the top of a loop nor right before one" % name)
+			lstart = nxt
+			bo = m.find("{", lstart)
+			if bo < 0:
+				raise Refuse("manual", "the loop has no braces")
+			bc = match_close(m, bo)
+			ind = indent_at(t, ls0)
+			u.add(rel, Edit(ls0, le0, "\n".join(wrap_call(ind, add, [q, ent])) + "\n"))
+			add_at = ls0
+		for pname, p, po, pc in preps[1:]:
+			if not (bo < p < bc):
+				raise Refuse("manual", "%s() outside the wait loop" % pname)
+			ls, le, _ = self.statement(ft, p, pc, pname)
+			# a re-arm must follow a schedule()
+			before = m[open_block(m, p) + 1:p]
+			if not re.search(r"\bschedule(?:_timeout)?\s*\([^;]*\)\s*;\s*$", before):
+				raise Refuse("manual", "%s() in the middle of the loop, not right after schedule()" % pname)
+			self.delete_stmt(ft, u, rel, ls, le)
+		self.check_exits(ft, bo, bc, fins, "finish_wait")
+		for fn, p, po, pc in fins:
+			if p < add_at:
+				raise Refuse("manual", "finish_wait() before the wait loop")
+			u.add(rel, Edit(p, p + len("finish_wait"), "remove_wait_queue"))
+		self.replace_schedules(ft, u, rel, bo, bc, entry, state, name)
+		u.reasons.append("the %s() loop becomes an add_wait_queue()/wait_woken()/remove_wait_queue() loop: "
+				 "the code between the old %s() and schedule() now runs in TASK_RUNNING, and a wakeup "
+				 "that comes while it runs is kept by WQ_FLAG_WOKEN" % (name, name))
+		if name == "prepare_to_wait_exclusive":
+			u.caveats.append("exclusive wait: add_wait_queue_exclusive() keeps the tail queueing, but a "
+					 "waiter woken exclusively that then leaves on a signal or a timeout may swallow "
+					 "the wakeup, where finish_wait() would not pass it on either")
+			u.confidence = lower(u.confidence)
+		u.caveats.append("finish_wait() becomes remove_wait_queue() on every exit; each exit path removes "
+				 "the entry once")
+
+	def check_exits(self, ft, bo, bc, fins, what):
+		"""Inside the loop, a removal must be followed by return: a break
+		would reach the removal after the loop a second time."""
+		m = ft.m
+		for fn, p, po, pc in fins:
+			if bo < p < bc:
+				after = m[pc + 1:]
+				mm = re.match(r"\s*;\s*(\w+)", after)
+				if not mm or mm.group(1) != "return":
+					raise Refuse("manual", "%s() inside the loop is not followed by return; a second "
+						     "removal would corrupt the queue" % what)
+		outside = [x for x in fins if not (bo < x[1] < bc)]
+		if len(outside) != 1 or outside[0][1] < bc:
+			raise Refuse("manual", "expected one %s() after the loop" % what)
+		for kw in re.finditer(r"\bgoto\b", m[bo:bc]):
+			raise Refuse("manual", "a goto leaves the wait loop")
+		between = m[bc + 1:outside[0][1]]
+		if between.strip():
+			# the removal must come right after the loop (labels and
+			# __set_current_state(TASK_RUNNING) allowed)
+			rest = re.sub(r"__set_current_state\s*\(\s*TASK_RUNNING\s*\)\s*;|set_current_state\s*\(\s*"
+				      r"TASK_RUNNING\s*\)\s*;", "", between)
+			if rest.strip() and not re.match(r"^\s*(?:while\s*\([^;]*\)\s*;)?\s*$", rest):
+				raise Refuse("manual", "code between the end of the loop and %s()" % what)
+
+	# -- set_current_state loops ---------------------------------------------
 
 	def plan_set_current_state(self, f, u):
 		raise Refuse("manual", "set_current_state() loops are not rewritten yet")
