@@ -1096,7 +1096,211 @@ class Fixer:
 	# -- set_current_state loops ---------------------------------------------
 
 	def plan_set_current_state(self, f, u):
-		raise Refuse("manual", "set_current_state() loops are not rewritten yet")
+		rel = f["file"]
+		ft = self.text(rel)
+		t, m = ft.t, ft.m
+		pos = ft.offset(f["line"], f["col"])
+		o, c = function_body(m, pos)
+		if o < 0:
+			raise Refuse("manual", "cannot find the enclosing function")
+		setters = []
+		for name, p, po, pc in self.calls_in(ft, o, c, ["set_current_state", "__set_current_state"]):
+			st = flat(t, m, po + 1, pc)
+			if st != "TASK_RUNNING":
+				setters.append((name, p, po, pc, st))
+		if not setters:
+			raise Refuse("manual", "cannot find the set_current_state() call")
+		state = setters[0][4]
+		if any(x[4] != state for x in setters):
+			raise Refuse("manual", "the function sets different task states")
+		if state not in ("TASK_INTERRUPTIBLE", "TASK_UNINTERRUPTIBLE", "TASK_KILLABLE", "TASK_IDLE"):
+			raise Refuse("manual", "unusual task state %s" % state)
+		adds = self.calls_in(ft, o, c, ["add_wait_queue", "add_wait_queue_exclusive"])
+		if not adds:
+			raise Refuse("manual", "the thread waits on no wait queue, so there is nothing for "
+				     "wait_woken() to be woken through; give it a wait queue of its own and convert "
+				     "its wakers by hand (as the Bluetooth hidp fix 5da8e47d849d did)")
+		qa = [flat(t, m, x, y) for x, y in split_top(m, adds[0][2] + 1, adds[0][3])]
+		if len(adds) > 1 or len(qa) != 2 or not qa[1].startswith("&"):
+			raise Refuse("manual", "the thread is on several wait queues")
+		q, ent = qa
+		entry = ent[1:]
+		if not re.match(r"^[A-Za-z_]\w*$", entry):
+			raise Refuse("manual", "the wait entry %s is not a local variable" % ent)
+		dq = re.compile(r"\bDECLARE_WAITQUEUE\s*\(\s*%s\s*,\s*current\s*\)\s*;" % re.escape(entry)).search(m, o, c)
+		newdecl = "DEFINE_WAIT_FUNC(%s, woken_wake_function);" % entry
+		if dq:
+			u.add(rel, Edit(dq.start(), dq.end(), newdecl))
+		else:
+			dv = re.compile(r"\b(?:wait_queue_entry_t|struct\s+wait_queue_entry)\s+%s\s*;" % re.escape(entry)) \
+				.search(m, o, c)
+			iw = self.calls_in(ft, o, c, ["init_waitqueue_entry"])
+			iw = [x for x in iw if flat(t, m, x[2] + 1, x[3]) == "&%s, current" % entry]
+			if not dv or len(iw) != 1:
+				raise Refuse("manual", "the wait entry %s is neither DECLARE_WAITQUEUE(%s, current) nor "
+					     "initialized with init_waitqueue_entry(&%s, current)" % (entry, entry, entry))
+			u.add(rel, Edit(dv.start(), dv.end(), newdecl))
+			ls, le, _ = self.statement(ft, iw[0][1], iw[0][3], "init_waitqueue_entry")
+			self.delete_stmt(ft, u, rel, ls, le)
+		# the loop: set_current_state() at its top (or right before it, and
+		# again after schedule())
+		first = setters[0]
+		loop = self.loop_of(ft, first[1])
+		ls0, le0, _ = self.statement(ft, first[1], first[3], first[0])
+		if loop:
+			lstart, bo, bc = loop
+		else:
+			nxt = next_nonspace(m, first[3] + 2)
+			if not re.match(r"(for|while|do)\b", m[nxt:nxt + 6]):
+				raise Refuse("manual", "%s() is neither at the top of a loop nor right before one" % first[0])
+			bo = m.find("{", nxt)
+			bc = match_close(m, bo) if bo >= 0 else -1
+			if bc < 0:
+				raise Refuse("manual", "the loop has no braces")
+		if adds[0][1] > ls0:
+			raise Refuse("manual", "add_wait_queue() comes after the wait starts")
+		self.delete_stmt(ft, u, rel, ls0, le0)
+		for name, p, po, pc, st in setters[1:]:
+			if not (bo < p < bc):
+				raise Refuse("manual", "%s(%s) outside the wait loop" % (name, st))
+			before = m[open_block(m, p) + 1:p]
+			if not re.search(r"\bschedule(?:_timeout)?\s*\([^;]*\)\s*;\s*$", before):
+				raise Refuse("manual", "%s() in the middle of the loop, not right after schedule()" % name)
+			ls, le, _ = self.statement(ft, p, pc, name)
+			self.delete_stmt(ft, u, rel, ls, le)
+		# TASK_RUNNING right after the loop is no longer needed
+		after = next_nonspace(m, bc + 1)
+		rm = re.match(r"(?:__)?set_current_state\s*\(\s*TASK_RUNNING\s*\)\s*;", m[after:])
+		if rm:
+			self.delete_stmt(ft, u, rel, line_start(t, after), line_end(t, after) + 1)
+		rems = self.calls_in(ft, o, c, ["remove_wait_queue"])
+		if not any(flat(t, m, x[2] + 1, x[3]) == "%s, %s" % (q, ent) for x in rems if x[1] > bc):
+			raise Refuse("manual", "no remove_wait_queue() after the loop")
+		self.replace_schedules(ft, u, rel, bo, bc, entry, state, first[0])
+		self.convert_wakers(f, u, ft, o, c, q, state)
+		u.reasons.append("the %s() loop on %s becomes a wait_woken() loop, and the wake_up_process() "
+				 "wakers of the thread become wake_up*() calls on that queue, so that "
+				 "woken_wake_function() sees every wakeup" % (first[0], q))
+		u.confidence = lower(u.confidence)
+
+	def func_at(self, rel, pos):
+		"""(name, facts record) of the function around pos in rel."""
+		ft = self.text(rel)
+		line = ft.t.count("\n", 0, pos) + 1
+		if self.facts is None:
+			return None, None
+		for name, fn in self.facts.get(rel)["functions"].items():
+			if fn["line"] <= line <= fn["end"]:
+				return name, fn
+		return None, None
+
+	def convert_wakers(self, f, u, ft, o, c, q, state):
+		"""Every wake_up_process(<base>-><member>) of the waiting thread,
+		searched in the files of the loop's directory, becomes a wake_up()
+		of the queue q.  Any waker that cannot be converted stops the patch:
+		a half-converted loop loses wakeups."""
+		rel = f["file"]
+		t, m = ft.t, ft.m
+		if self.facts is None or self.tree is None:
+			raise Refuse("manual", "no tree facts to search the wakers with")
+		fname, fn = self.func_at(rel, o)
+		if fn is None:
+			raise Refuse("manual", "cannot find the loop's function in the facts")
+		locs = fn["locals"]
+		d = os.path.dirname(rel)
+		files = sorted(r for r in self.tree.files if os.path.dirname(r) == d and r.endswith((".c", ".h")))
+		self.facts.ensure(files)
+		# which task pointer the wakers use: base->member = current in the
+		# loop function, or base->member = kthread_run/create(loop function)
+		task = None
+		mm = re.search(r"\b([A-Za-z_]\w*)\s*->\s*([A-Za-z_]\w*)\s*=\s*current\s*;", m[o:c])
+		if mm and mm.group(1) in locs:
+			task = (locs[mm.group(1)].rstrip("*"), mm.group(2))
+		else:
+			rx = re.compile(r"\b([A-Za-z_]\w*)\s*->\s*([A-Za-z_]\w*)\s*=\s*kthread_(?:run|create)\w*\s*\(\s*%s\b"
+					% re.escape(fname))
+			for r in files:
+				wt = self.text(r)
+				for km in rx.finditer(wt.m):
+					wf, wfn = self.func_at(r, km.start())
+					if wfn and km.group(1) in wfn["locals"]:
+						task = (wfn["locals"][km.group(1)].rstrip("*"), km.group(2))
+						break
+				if task:
+					break
+		if task is None:
+			raise Refuse("manual", "cannot tell which task pointer the wakers of %s() use (no "
+				     "'x->task = current' or kthread_run(%s, ...) in %s/)" % (fname, fname, d))
+		stype, member = task
+		bases = [v for v, ty in locs.items() if ty.rstrip("*") == stype]
+		if len(bases) != 1:
+			raise Refuse("manual", "the loop function has no single struct %s pointer to reach the "
+				     "queue from" % stype)
+		base = bases[0]
+		qx = self.queue_expr(ft, o, c, q, base, locs)
+		wake = "wake_up_interruptible" if state == "TASK_INTERRUPTIBLE" else "wake_up"
+		found = 0
+		rxw = re.compile(r"\b(wake_up_process|wake_up_state)\s*\(")
+		for r in files:
+			wt = self.text(r)
+			for wm in rxw.finditer(wt.m):
+				po = wm.end() - 1
+				pc = match_close(wt.m, po)
+				arg = flat(wt.t, wt.m, po + 1, pc)
+				args = [flat(wt.t, wt.m, x, y) for x, y in split_top(wt.m, po + 1, pc)]
+				am = re.match(r"^([A-Za-z_]\w*)\s*->\s*%s$" % re.escape(member), args[0] or "")
+				wf, wfn = self.func_at(r, wm.start())
+				if am is None:
+					# a copy of the task pointer in a local?
+					if wfn and re.match(r"^[A-Za-z_]\w*$", args[0] or "") and re.search(
+							r"\b%s\s*=\s*[^;]*->\s*%s\s*;" % (re.escape(args[0]), re.escape(member)),
+							wt.m[wt.offset(wfn["line"], 0):wt.offset(min(wfn["end"] + 1,
+								wt.t.count("\n") + 1), 0)]):
+						raise Refuse("manual", "the waker %s() in %s wakes a copy of ->%s; convert it by "
+							     "hand" % (wf, r, member))
+					continue
+				ty = wfn["locals"].get(am.group(1), "").rstrip("*") if wfn else ""
+				if ty != stype:
+					if not ty:
+						raise Refuse("manual", "cannot tell the type of %s in the waker %s() in %s" % (
+							am.group(1), wf, r))
+					continue
+				if wm.group(1) != "wake_up_process":
+					raise Refuse("manual", "the waker %s() in %s uses %s(); convert it by hand" % (
+						wf, r, wm.group(1)))
+				ls, le, lv = self.statement(wt, wm.start(), pc, "wake_up_process")
+				if lv:
+					raise Refuse("manual", "the waker %s() uses the value of wake_up_process()" % wf)
+				wq = re.sub(r"\b%s\b" % re.escape(base), am.group(1), qx)
+				u.add(r, Edit(wm.start(), pc + 1, "%s(%s)" % (wake, wq)))
+				u.wakers.append("%s:%s" % (r, wf))
+				found += 1
+		u.caveats.append("wakers: the search covered wake_up_process() and wake_up_state() of a struct %s's "
+				 "->%s in %s/ (%d converted to %s()); wakeups by wake_q_add(), timers or other "
+				 "directories are not searched, and signals still wake the thread" % (
+					 stype, member, d, found, wake))
+
+	def queue_expr(self, ft, o, c, q, base, locs):
+		"""q written with base as its only local: a local that q uses is
+		replaced by its initializer (sk_sleep(sk) -> sk_sleep(session->sock->sk))."""
+		m = ft.m
+		out = q
+		for _ in range(2):
+			names = [x for x in re.findall(r"(?<![\w>.])([A-Za-z_]\w*)(?!\s*\()", out)]
+			bad = [x for x in names if x != base and x not in ("current",) and re.search(
+				r"\b%s\b" % re.escape(x), m[o:c])]
+			bad = [x for x in bad if not re.search(r"(->|\.)\s*%s\b" % re.escape(x), out)]
+			if not bad:
+				return out
+			for x in bad:
+				im = re.search(r"\b%s\s*=\s*([^;]+);" % re.escape(x), m[o:c])
+				if not im:
+					raise Refuse("manual", "cannot write the queue %s in terms of %s" % (q, base))
+				init = flat(ft.t, m, o + im.start(1), o + im.end(1))
+				if not re.match(r"^[A-Za-z_][\w]*(?:\s*(?:->|\.)\s*[A-Za-z_]\w*)*$", init or ""):
+					raise Refuse("manual", "cannot write the queue %s in terms of %s" % (q, base))
+				out = re.sub(r"\b%s\b" % re.escape(x), init, out)
+		raise Refuse("manual", "cannot write the queue %s in terms of %s" % (q, base))
 
 
 def kind_of(f):
