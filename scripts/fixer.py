@@ -1229,8 +1229,16 @@ class Fixer:
 				if task:
 					break
 		if task is None:
-			raise Refuse("manual", "cannot tell which task pointer the wakers of %s() use (no "
-				     "'x->task = current' or kthread_run(%s, ...) in %s/)" % (fname, fname, d))
+			if re.search(r"=\s*current\s*;", m[o:c]):
+				raise Refuse("manual", "%s() stores its task pointer in a way the waker search does not "
+					     "follow" % fname)
+			# a task in a system call, say: nothing records it for a
+			# wake_up_process(), so its wakers go through the queue
+			u.caveats.append("wakers: %s() stores no task pointer (no 'x->task = current', no "
+					 "kthread_run(%s, ...) in %s/), so a wake_up_process() cannot target it and its "
+					 "wakers reach it through %s; a pointer stored by a caller is not searched" % (
+						 fname, fname, d, q))
+			return
 		stype, member = task
 		bases = [v for v, ty in locs.items() if ty.rstrip("*") == stype]
 		if len(bases) != 1:
