@@ -32,6 +32,15 @@
 //# the condition runs under a spinlock (the _lock_irq and _locked forms) a
 //# sleeping condition is a sleep in atomic context, which wait_woken() does
 //# not fix, and is reported as such.
+//#
+//# This rule has no patch mode of its own: the rewrite needs the wakers,
+//# which may live in other files.  nestsleep's "make coccicheck MODE=patch"
+//# (scripts/fixer.py) rewrites the sites this rule finds.  Its patches may be
+//# wrong in the same ways the kernel's locks/call_kern.cocci fix may be: a
+//# converted set_current_state() loop relies on a search for the thread's
+//# wake_up_process() wakers, which does not see wake_q_add(), timers or
+//# wakers in other directories; an exclusive wait converted to
+//# add_wait_queue_exclusive() may swallow a wakeup when it leaves on a signal.
 // Confidence: Moderate
 // Copyright: (C) 2026 The nestsleep developers.
 // URL: https://coccinelle.gitlabpages.inria.fr/website
