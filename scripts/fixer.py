@@ -1209,6 +1209,7 @@ class Fixer:
 		locs = fn["locals"]
 		d = os.path.dirname(rel)
 		files = sorted(r for r in self.tree.files if os.path.dirname(r) == d and r.endswith((".c", ".h")))
+		d = d or "."
 		self.facts.ensure(files)
 		# which task pointer the wakers use: base->member = current in the
 		# loop function, or base->member = kthread_run/create(loop function)
