@@ -574,6 +574,10 @@ class Fixer:
 
 	def decls_at(self, ft, u, rel, o, decls, tag):
 		t = ft.t
+		if re.search(r"\bswitch\s*\([^{};]*\)\s*$", ft.m[max(0, o - 300):o]):
+			# a jump to a case label would skip the initialization
+			raise Refuse("manual", "the wait is in a switch case without its own braces: "
+				     "a jump to a later case label would skip the wait entry's initialization")
 		first = line_end(t, o) + 1
 		if first >= len(t):
 			raise Refuse("manual", "unexpected end of file")
