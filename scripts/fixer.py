@@ -374,7 +374,33 @@ def wrap_cond(ind, cond, pre="if (", post=")"):
 			cur = cont
 		cur += piece
 	lines.append(cur.rstrip())
-	return lines
+	out = []
+	for ln in lines:
+		out += _split_inner(ln)
+	return out
+
+
+def _split_inner(line):
+	"""Break a line that is still too long at an && or || inside
+	parentheses, aligned after the parenthesis that opens that group."""
+	if cols(line) <= MAX_COLS:
+		return [line]
+	m = mask(line)
+	stack = []
+	best = None
+	for j, c in enumerate(m):
+		if c == "(":
+			stack.append(j)
+		elif c == ")" and stack:
+			stack.pop()
+		elif stack and m[j:j + 4] in (" && ", " || ") and cols(line[:j + 3]) <= MAX_COLS:
+			best = (j, stack[-1])
+	if best is None:
+		return [line]
+	j, par = best
+	align = cols(line[:par + 1])
+	cont = "\t" * (align // 8) + " " * (align % 8)
+	return [line[:j + 3]] + _split_inner(cont + line[j + 4:])
 
 
 DECL_RE = re.compile(r"^\s*(?:(?:static|const|volatile|unsigned|signed|struct|enum|union|register)\s+)*"
@@ -708,9 +734,21 @@ class Fixer:
 		if sc is None:
 			raise Refuse("manual", "the condition is a statement expression that cannot be unpacked")
 		ldecls, pre, cond = sc
+		if re.search(r"[^=!<>+\-*/%&|^]=[^=]", mask(cond)):
+			# checkpatch forbids an assignment in an if condition: evaluate
+			# the condition, in the same order, into a bool first
+			done = pick_name(taken, ["done", "cond_met", "woken_cond"])
+			decls.append("bool %s;" % done)
+			pre = pre + [None]
+			pre_cond = cond
+			cond = done
 		if ldecls:
 			L += ["%s%s" % (i1, d) for d in ldecls] + [""]
-		L += ["%s%s" % (i1, x) for x in pre]
+		for x in pre:
+			if x is None:
+				L += wrap_cond(i1, pre_cond, pre="%s = " % cond, post=";")
+			else:
+				L.append("%s%s" % (i1, x))
 		if timeout is not None:
 			L += wrap_cond(i1, cond, post=") {")
 			L += ["%sif (!%s)" % (i2, res), "%s\t%s = 1;" % (i2, res), "%sbreak;" % i2, "%s}" % i1]
@@ -749,6 +787,7 @@ class Fixer:
 			text = "\n".join(L) + "\n"
 			u.add(rel, Edit(ctx["ins"], ctx["ins"], text))
 			u.add(rel, Edit(ctx["repl_s"], ctx["repl_e"], ctx["if_expr"] % res))
+			self.if_body(ft, u, rel, ctx["repl_e"], ind)
 			self.block_decls(ft, u, rel, ctx["stmt"], decls, res)
 		else:
 			text = "\n".join(L) + "\n"
@@ -780,6 +819,41 @@ class Fixer:
 		if timeout is not None:
 			u.caveats.append("timeout: the remaining jiffies are threaded through wait_woken(); the result "
 					 "is 0 if the time ran out with the condition false, at least 1 if it is true")
+
+	def if_body(self, ft, u, rel, e, ind):
+		"""The 'if' line is rewritten, so checkpatch.pl reads its body too:
+		a braced body with one simple statement loses its braces, and a body
+		indented off the if's level is re-indented (whitespace only)."""
+		t, m = ft.t, ft.m
+		j = next_nonspace(m, e)
+		if j < len(m) and m[j] == ")":
+			e = j + 1
+		bo = next_nonspace(m, e)
+		if bo >= len(m) or m[bo] != "{" or t[e:bo].count("\n"):
+			return
+		bc = match_close(m, bo)
+		if bc < 0 or t[line_start(t, bc):bc].strip() or m[bc + 1:line_end(t, bc)].strip():
+			return
+		body = t[bo + 1:bc]
+		mb = m[bo + 1:bc]
+		if t[bo + 1:line_end(t, bo)].strip():
+			return
+		lines = body.split("\n")[1:-1]
+		stmts = [x for x in mb.split(";")[:-1]]
+		inner = ind + "\t"
+		if len(stmts) == 1 and not re.search(r"[{}]", mb) and mb == body and mb.strip().endswith(";") \
+				and len([x for x in lines if x.strip()]) == 1:
+			u.add(rel, Edit(e, line_end(t, bc), "\n%s%s" % (inner, lines[0].strip() if lines[0].strip()
+								  else [x for x in lines if x.strip()][0].strip())))
+			return
+		cur = [re.match(r"^[ \t]*", x).group(0) for x in lines if x.strip()]
+		if not cur:
+			return
+		base = min(cur, key=cols)
+		if base == inner:
+			return
+		fixed = [inner + x[len(base):] if x.startswith(base) else x for x in lines]
+		u.add(rel, Edit(line_end(t, bo) + 1, line_start(t, bc), "".join(x + "\n" for x in fixed)))
 
 	def context(self, ft, pos, pc, prim, v):
 		"""Where the macro's value goes: only whole-statement contexts are
@@ -924,11 +998,13 @@ class Fixer:
 
 	def loop_of(self, ft, pos):
 		"""(loop_stmt_start, body_open, body_close) when the statement at pos
-		is the first statement of a for/while/do loop body, else None."""
+		is a statement of a for/while/do loop body, else None."""
 		m = ft.m
 		o = open_block(m, pos)
-		if o < 0 or m[o + 1:pos].strip():
+		if o < 0:
 			return None
+		# Not only the first statement: being on the queue from the top of
+		# the body on only adds wakeups (a spurious pass), it loses none.
 		hb = prev_nonspace(m, o)
 		if hb >= 0 and m[hb] == ")":
 			# for (...) { / while (...) {
