@@ -199,6 +199,13 @@ def _scan_one(path):
 	return path, (sha1(data), sorted(names), sorted(structs), inits, members, flags)
 
 
+def _size(path):
+	try:
+		return os.path.getsize(path)
+	except OSError:
+		return 0
+
+
 class Tree:
 	"""The scanned source tree: definition, struct and initializer indexes."""
 
@@ -507,7 +514,9 @@ class Matcher:
 		try:
 			groups = os.path.join(tmp, "groups")
 			with open(groups, "w") as f:
-				for rel in rels:
+				# largest first: with --chunksize 1 the jobs take files as
+				# they go, so a big file last would leave one job alone
+				for rel in sorted(rels, key=lambda r: -_size(self.tree.abs[r])):
 					f.write(self.tree.abs[rel] + "\n\n")
 			cmd = ["spatch", "--sp-file", self.cocci, "--no-show-diff", "--quiet"]
 			cmd += cocci_options(self.cocci)
