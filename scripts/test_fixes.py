@@ -1,0 +1,220 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Unit tests for scripts/fixes.py (make fixes)."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import fixes
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KTREE = os.path.join(os.environ.get("NESTSLEEP_CACHE", os.path.expanduser("~/.cache/nestsleep")),
+		     "linux-source-6.1")
+
+
+def read(path):
+	with open(path) as f:
+		return f.read()
+
+
+def read_json(path):
+	with open(path) as f:
+		return json.load(f)
+
+
+def clean_env(home):
+	env = dict(os.environ, HOME=home, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull,
+		   NESTSLEEP_CACHE=os.path.join(os.environ.get("NESTSLEEP_CACHE",
+							       os.path.expanduser("~/.cache/nestsleep")), "test-cache"))
+	return env
+
+
+class PrefixTest(unittest.TestCase):
+	def test_seed_prefixes(self):
+		self.assertEqual(fixes.path_prefix("net/bluetooth/hidp/core.c"), "Bluetooth: hidp:")
+		self.assertEqual(fixes.path_prefix("net/bluetooth/cmtp/capi.c"), "Bluetooth: cmtp:")
+		self.assertEqual(fixes.path_prefix("drivers/md/raid5.c"), "md/raid5:")
+		self.assertEqual(fixes.path_prefix("fs/ceph/caps.c"), "ceph:")
+		self.assertEqual(fixes.path_prefix("drivers/iio/industrialio-buffer.c"), "iio:")
+		self.assertEqual(fixes.path_prefix("drivers/vfio/vfio.c"), "vfio:")
+		self.assertEqual(fixes.path_prefix("drivers/virtio/virtio_balloon.c"), "virtio-balloon:")
+
+	def test_fallbacks(self):
+		self.assertEqual(fixes.path_prefix("drivers/media/pci/saa7164/saa7164-vbi.c"), "media: saa7164:")
+		self.assertEqual(fixes.path_prefix("drivers/staging/pi433/pi433_if.c"), "staging: pi433:")
+		self.assertEqual(fixes.path_prefix("net/sctp/socket.c"), "net: sctp:")
+
+	def test_git_prefix(self):
+		tmp = tempfile.mkdtemp()
+		try:
+			env = clean_env(tmp)
+			run = lambda *c: subprocess.run(["git", "-C", tmp] + list(c), env=env, capture_output=True,
+							check=True)
+			run("init", "-q")
+			os.makedirs(os.path.join(tmp, "drivers", "foo"))
+			p = os.path.join(tmp, "drivers", "foo", "bar.c")
+			for i, subj in enumerate(["foo: bar: fix a leak", "foo: bar: add a quirk", "treewide: rename x"]):
+				with open(p, "a") as f:
+					f.write("int x%d;\n" % i)
+				run("add", "-A")
+				run("-c", "user.name=T", "-c", "user.email=t@example.org", "commit", "-q", "-m", subj)
+			self.assertEqual(fixes.git_prefix(tmp, "drivers/foo/bar.c"), "foo: bar:")
+			self.assertIsNone(fixes.git_prefix(os.path.join(tmp, "drivers"), "foo/bar.c"))
+		finally:
+			shutil.rmtree(tmp)
+
+
+class KconfigTest(unittest.TestCase):
+	def tree(self, files):
+		tmp = tempfile.mkdtemp()
+		self.addCleanup(shutil.rmtree, tmp)
+		for rel, text in files.items():
+			os.makedirs(os.path.dirname(os.path.join(tmp, rel)), exist_ok=True)
+			with open(os.path.join(tmp, rel), "w") as f:
+				f.write(text)
+		return tmp
+
+	def test_direct_and_parents(self):
+		t = self.tree({"drivers/Makefile": "obj-$(CONFIG_FOO_BUS) += foo/\n",
+			       "drivers/foo/Makefile": "obj-$(CONFIG_FOO) += a.o b.o \\\n\tc.o\n",
+			       "drivers/foo/c.c": ""})
+		self.assertEqual(fixes.kconfig_symbols(t, "drivers/foo/c.c"), ["CONFIG_FOO", "CONFIG_FOO_BUS"])
+
+	def test_composite(self):
+		t = self.tree({"drivers/bar/Makefile": "obj-$(CONFIG_BAR) += bar.o\nbar-y := core.o\n"
+							 "bar-$(CONFIG_BAR_EXTRA) += extra.o\n"})
+		self.assertEqual(fixes.kconfig_symbols(t, "drivers/bar/core.c"), ["CONFIG_BAR"])
+		self.assertEqual(fixes.kconfig_symbols(t, "drivers/bar/extra.c"), ["CONFIG_BAR_EXTRA", "CONFIG_BAR"])
+
+	def test_subdir_without_makefile(self):
+		t = self.tree({"drivers/nfp/Makefile": "obj-$(CONFIG_NFP) += nfp.o\nnfp-objs := core/x.o\n"})
+		self.assertEqual(fixes.kconfig_symbols(t, "drivers/nfp/core/x.c"), ["CONFIG_NFP"])
+
+	def test_always_built(self):
+		t = self.tree({"kernel/Makefile": "obj-y += sched.o\n"})
+		self.assertEqual(fixes.kconfig_symbols(t, "kernel/sched.c"), [])
+
+
+class SectionTest(unittest.TestCase):
+	TEXT = """MEDIA INPUT INFRASTRUCTURE (V4L/DVB)
+M:	Mauro <m@example.org>
+L:	linux-media@vger.kernel.org
+F:	drivers/media/
+
+SAA7164 VIDEO4LINUX DRIVER
+M:	Someone <s@example.org>
+F:	drivers/media/pci/saa7164/
+
+THE REST
+M:	Linus Torvalds <torvalds@linux-foundation.org>
+F:	*
+F:	*/
+"""
+
+	def test_most_specific(self):
+		secs = fixes.parse_sections(self.TEXT)
+		self.assertEqual([s["name"] for s in secs][:2], ["MEDIA INPUT INFRASTRUCTURE (V4L/DVB)",
+								  "SAA7164 VIDEO4LINUX DRIVER"])
+		self.assertEqual(fixes.most_specific(secs, "drivers/media/pci/saa7164/a.c")["name"],
+				 "SAA7164 VIDEO4LINUX DRIVER")
+		self.assertEqual(fixes.most_specific(secs, "drivers/media/usb/b.c")["name"],
+				 "MEDIA INPUT INFRASTRUCTURE (V4L/DVB)")
+		self.assertEqual(fixes.most_specific(secs, "mm/x.c")["name"], "THE REST")
+
+
+class TextTest(unittest.TestCase):
+	def test_chain_lines_wrap(self):
+		c = fixes.chain_text(["check_locality", "tpm_tis_read8", "data->phy_ops->read_bytes=tpm_tis_i2c_read_bytes",
+				      "usleep_range"])
+		out = fixes.chain_lines(c)
+		self.assertIn("(through data->phy_ops->read_bytes)", out)
+		self.assertTrue(all(len(x) <= 72 for x in out.splitlines()), out)
+
+	def test_diffstat(self):
+		d = "--- a/x.c\n+++ b/x.c\n@@ -1,2 +1,2 @@\n-a\n+b\n+c\n"
+		self.assertIn("1 file changed, 2 insertions(+), 1 deletion(-)", fixes.diffstat(d))
+
+
+class SeriesTest(unittest.TestCase):
+	"""make fixes on a small tree: the set_current_state fixture."""
+
+	def setUp(self):
+		self.tmp = tempfile.mkdtemp(prefix="nestsleep-fixes-test-")
+		self.addCleanup(shutil.rmtree, self.tmp)
+		self.kdir = os.path.join(self.tmp, "tree")
+		shutil.copytree(os.path.join(TOP, "fixtures", "patch", "set_current_state_wakers"), self.kdir)
+		with open(os.path.join(self.kdir, "Makefile"), "w") as f:
+			f.write("obj-$(CONFIG_SESS) += core.o capi.o\n")
+		self.env = clean_env(self.tmp)
+
+	def run_fixes(self, *extra):
+		return subprocess.run(["/usr/bin/python3", os.path.join(TOP, "scripts", "fixes.py"), "--kdir", self.kdir,
+				       "-j", "2"] + list(extra), capture_output=True, text=True, env=self.env, cwd=self.tmp,
+				      timeout=300)
+
+	def test_out_required(self):
+		r = self.run_fixes()
+		self.assertEqual(r.returncode, 2)
+		self.assertIn("OUT= is required", r.stderr)
+		self.assertNotIn("Traceback", r.stderr)
+
+	def test_no_tree(self):
+		r = subprocess.run(["/usr/bin/python3", os.path.join(TOP, "scripts", "fixes.py"), "--kdir",
+				    os.path.join(self.tmp, "nope"), "--out", os.path.join(self.tmp, "o")],
+				   capture_output=True, text=True, env=self.env)
+		self.assertEqual(r.returncode, 2)
+		self.assertIn("no kernel tree", r.stderr)
+
+	def test_series(self):
+		out = os.path.join(self.tmp, "out")
+		r = self.run_fixes("--out", out)
+		self.assertEqual(r.returncode, 0, r.stderr)
+		man = read_json(os.path.join(out, "series.json"))
+		self.assertEqual(man["signoff"], "")
+		patches = [p for s in man["series"] for p in s["patches"]]
+		units = sorted(p["unit"] for p in patches)
+		self.assertEqual(units, ["core.c:sess_read", "core.c:sess_thread"])
+		thread = [p for p in patches if p["unit"] == "core.c:sess_thread"][0]
+		self.assertEqual(sorted(thread["files"]), ["capi.c", "core.c"])
+		self.assertEqual(thread["kconfig"], ["CONFIG_SESS"])
+		self.assertTrue(thread["applies"])
+		self.assertEqual(thread["test_status"], "not tested")
+		self.assertEqual(len(man["report_only"]), 2)
+		for s in man["series"]:
+			self.assertTrue(os.path.isfile(os.path.join(out, s["cover"])))
+			cover = read(os.path.join(out, s["cover"]))
+			self.assertIn("no Fixes: tags", cover)
+			self.assertIn("No Signed-off-by", cover)
+		for p in patches:
+			text = read(os.path.join(out, p["patch"]))
+			body = text.split("\n---\n")[0]
+			self.assertNotIn("Signed-off-by", body)
+			self.assertIn("Generated by: cocci/nested_sleep.cocci", body)
+			self.assertIn(fixes.NOT_TESTED, body.replace("\n", " "))
+			# no line numbers in the changelog
+			self.assertIsNone(re.search(r"(:\d+\b|\bline \d+)", body.split("Subject:", 1)[1]), body)
+			self.assertTrue(p["subject"].startswith("core: fix nested sleep in "), p["subject"])
+		self.assertFalse(os.path.exists(out + ".tmp"))
+
+	def test_signoff_and_checkpatch(self):
+		if not os.path.isfile(os.path.join(KTREE, "scripts", "checkpatch.pl")):
+			self.skipTest("no 6.1 tree for checkpatch.pl")
+		shutil.copytree(os.path.join(KTREE, "scripts"), os.path.join(self.kdir, "scripts"),
+				ignore=shutil.ignore_patterns("*.o", "coccinelle", "dtc", "gcc-plugins", "kconfig"))
+		out = os.path.join(self.tmp, "out")
+		r = self.run_fixes("--out", out, "--signoff", "A Tester <tester@example.org>")
+		self.assertEqual(r.returncode, 0, r.stderr)
+		man = read_json(os.path.join(out, "series.json"))
+		for s in man["series"]:
+			for p in s["patches"]:
+				body = read(os.path.join(out, p["patch"]))
+				self.assertIn("Signed-off-by: A Tester <tester@example.org>", body)
+				self.assertEqual(p["checkpatch"]["status"], "clean", p["checkpatch"]["output"])
+
+
+if __name__ == "__main__":
+	unittest.main()
