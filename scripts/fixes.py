@@ -490,7 +490,8 @@ def checkpatch(kdir, path, signoff):
 	if not os.path.isfile(cp):
 		return {"status": "not run", "output": "no scripts/checkpatch.pl in KDIR"}
 	cmd = ["perl", cp, "--no-tree", "-q"] + ([] if signoff else ["--no-signoff"]) + [path]
-	r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+	# checkpatch.pl leaves a .checkpatch-camelcase cache in its cwd
+	r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tempfile.gettempdir())
 	out = r.stdout.strip()
 	errs = len(re.findall(r"^ERROR:", out, re.M))
 	warns = len(re.findall(r"^WARNING:", out, re.M))

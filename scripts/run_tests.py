@@ -132,7 +132,7 @@ def checkpatch(diff):
 	if not os.path.isfile(cp):
 		return None
 	proc = subprocess.run(["perl", cp, "--no-tree", "--no-signoff", "-q", "-"], input=diff,
-			      capture_output=True, text=True, timeout=120)
+			      capture_output=True, text=True, timeout=120, cwd=tempfile.gettempdir())
 	out = []
 	for block in proc.stdout.split("\n\n"):
 		first = block.strip().splitlines()[0] if block.strip() else ""
