@@ -475,9 +475,14 @@ def diffstat(diff):
 	return "\n".join(lines) + "\n"
 
 
-def mail(author, date, subject, body, diff=""):
+def mail(author, date, subject, body, diff="", to=(), cc=()):
 	out = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
-	out += "From: %s\nDate: %s\nSubject: %s\n\n" % (author, date, subject)
+	out += "From: %s\nDate: %s\nSubject: %s\n" % (author, date, subject)
+	if to:
+		out += "To: %s\n" % ",\n    ".join(to)
+	if cc:
+		out += "Cc: %s\n" % ",\n    ".join(cc)
+	out += "\n"
 	out += body
 	if diff:
 		out += "---\n" + diffstat(diff) + "\n" + with_git_headers(diff)
@@ -587,8 +592,10 @@ def build(a):
 			body = changelog(u, table, tested, signoff, tag)
 			fname = "%04d-%s.patch" % (i, slug(subj_core))
 			path = os.path.join(tmp, sdir, fname)
+			sec0 = s["section"]
+			to, cc = sec0["M"], sec0["R"] + [re.sub(r"\s*\(.*\)$", "", x) for x in sec0["L"]]
 			with open(path, "w") as fp:
-				fp.write(mail(author, date, subject, body, fx["diff"]))
+				fp.write(mail(author, date, subject, body, fx["diff"], to, cc))
 			ap = subprocess.run(["patch", "-p1", "--dry-run", "-s", "-d", kdir], input=fx["diff"],
 					    capture_output=True, text=True)
 			cp = checkpatch(kdir, path, signoff)
@@ -610,8 +617,8 @@ def build(a):
 		cover = cover_letter(sname, sec, entries, ro, signoff, manifest["git"], n)
 		cpath = os.path.join(sdir, "0000-cover-letter.patch")
 		with open(os.path.join(tmp, cpath), "w") as fp:
-			fp.write(mail(author, date, "[PATCH 0/%d] %s: fix nested sleeps found by nestsleep" % (
-				n, sname.split(" (")[0].title() if sname.isupper() else sname), cover))
+			fp.write(mail(author, date, "[PATCH 0/%d] %s fix nested sleeps found by nestsleep" % (
+				n, entries[0]["subject"].split(" fix nested sleep")[0]), cover, "", to, cc))
 		manifest["series"].append({"section": sname, "maintainers": sec["M"], "reviewers": sec["R"],
 					   "lists": sec["L"], "dir": sdir, "cover": cpath, "patches": entries})
 	for f in others:
@@ -667,9 +674,6 @@ def cover_letter(sname, sec, entries, ro, signoff, git, n):
 	if ro:
 		paras.append(wrap("Also found in this section, with no patch (fix by hand):") + "\n" + "\n".join(
 			"  %s: %s(): %s" % (f["file"], f["function"], f["fix"]["reason"]) for f in ro))
-	maint = sec["M"] + sec["R"] + sec["L"]
-	if maint:
-		paras.append("To: " + ", ".join(maint))
 	if signoff:
 		paras.append("Signed-off-by: " + signoff)
 	return "\n\n".join(paras) + "\n\n"
