@@ -63,6 +63,7 @@ class BuildRequest(ConfigRequest):
 	module: bool = True
 	variant: str = 'before'
 	variant_file: Optional[str] = None
+	variant_runner: Optional[str] = None
 
 
 @dataclass
@@ -161,7 +162,7 @@ def build_stage(req: BuildRequest) -> Result:
 		if req.module:
 			stamp(f'Building test module ({req.variant}) ...')
 			t1 = time.monotonic()
-			ko = tree.build_module(req.variant, req.variant_file)
+			ko = tree.build_module(req.variant, req.variant_file, req.variant_runner)
 			extra['module_build_s'] = round(time.monotonic() - t1, 1)
 			stamp(f'Module built in {extra["module_build_s"]}s: {ko}')
 		return Result(Status.SUCCESS, 'built', extra=extra)
@@ -374,6 +375,8 @@ def add_module_opts(p: argparse.ArgumentParser) -> None:
 		       help="the module's wait bodies: 'before' (module/before.c) or a generated one")
 	p.add_argument('--variant-file', '--variant_file', dest='variant_file',
 		       help='the generated wait bodies (e.g. after.c from nestsleep MODE=patch)')
+	p.add_argument('--variant-runner', '--variant_runner', dest='variant_runner',
+		       help='a generated nestsleep_test.c (MODE=patch converts its wake_up_process() wakers)')
 
 
 def add_exec_opts(p: argparse.ArgumentParser) -> None:
@@ -402,7 +405,7 @@ def make_parser() -> argparse.ArgumentParser:
 	"""The nsboot.py argument parser."""
 	ap = argparse.ArgumentParser(prog='nsboot.py', description=__doc__.split('\n\n')[0],
 				     formatter_class=argparse.RawDescriptionHelpFormatter)
-	sub = ap.add_subparsers(dest='subcommand', metavar='{run,config,build,exec,parse}')
+	sub = ap.add_subparsers(dest='subcommand', metavar='{run,config,build,exec,parse,proof}')
 	run = sub.add_parser('run', help='config + build + exec + parse')
 	add_common_opts(run)
 	add_build_opts(run)
@@ -416,6 +419,12 @@ def make_parser() -> argparse.ArgumentParser:
 	add_common_opts(exe)
 	add_module_opts(exe)
 	add_exec_opts(exe)
+	prf = sub.add_parser('proof', help='the runtime proof: before and generated after forms, compared')
+	add_common_opts(prf)
+	prf.add_argument('--jobs', '-j', type=int, default=2, help='make -j (default: %(default)s)')
+	add_exec_opts(prf)
+	prf.add_argument('--out', help='where to keep after.c, the diff and both JSON results '
+			 '(default: <cache>/kernel-boot/proof)')
 	prs = sub.add_parser('parse', help='parse a saved console log (a file, or stdin)')
 	prs.add_argument('file', nargs='?', help='console log; stdin if absent or -')
 	prs.add_argument('--json', dest='json_path', help='write the results as JSON here')
@@ -441,12 +450,17 @@ def main(argv: Sequence[str]) -> int:
 			print_boot(r.boot)
 		return finish(results, ns.json_path)
 
+	if ns.subcommand == 'proof':
+		import nsboot_proof
+		return nsboot_proof.main(ns)
+
 	common = dict(kdir=ns.kdir, fragments=_fragments(ns), kconfig_add=ns.kconfig_add,
 		      arch=ns.arch, build_dir=ns.build_dir, lockdep=ns.lockdep)
 	if ns.subcommand == 'config':
 		results['config'] = config_stage(ConfigRequest(**common))
 		return finish(results)
-	module = dict(module=ns.module, variant=ns.variant, variant_file=ns.variant_file)
+	module = dict(module=ns.module, variant=ns.variant, variant_file=ns.variant_file,
+		      variant_runner=ns.variant_runner)
 	if ns.subcommand == 'build':
 		results['build'] = build_stage(BuildRequest(**common, jobs=ns.jobs, **module))
 		return finish(results)

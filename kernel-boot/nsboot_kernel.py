@@ -275,7 +275,8 @@ class LinuxSourceTree:
 			return True
 		return any(os.path.getmtime(os.path.join(MODULE_SRC_DIR, n)) > built for n in MODULE_SOURCES)
 
-	def build_module(self, variant: str = 'before', variant_file: Optional[str] = None) -> str:
+	def build_module(self, variant: str = 'before', variant_file: Optional[str] = None,
+			 variant_runner: Optional[str] = None) -> str:
 		"""Copy the module source into the cache and build it there (M=).
 
 		variant 'before' links module/before.c; any other variant links
@@ -296,6 +297,11 @@ class LinuxSourceTree:
 		sources: Dict[str, str] = {n: os.path.join(MODULE_SRC_DIR, n) for n in MODULE_SOURCES}
 		if variant_file:
 			sources[variant + '.c'] = variant_file
+		if variant_runner:
+			# the runner with its wakers converted by MODE=patch
+			if not os.path.isfile(variant_runner):
+				raise BuildError(f'no variant runner {variant_runner}')
+			sources['nestsleep_test.c'] = variant_runner
 		for name, src in sources.items():
 			_sync_file(src, os.path.join(mdir, name))
 		log = os.path.join(mdir, BUILD_LOG)

@@ -1342,7 +1342,7 @@ class Fixer:
 				if am is None:
 					# a copy of the task pointer in a local?
 					if wfn and re.match(r"^[A-Za-z_]\w*$", args[0] or "") and re.search(
-							r"\b%s\s*=\s*[^;]*->\s*%s\s*;" % (re.escape(args[0]), re.escape(member)),
+							r"\b%s\s*=\s*[^;]*->\s*%s\b" % (re.escape(args[0]), re.escape(member)),
 							wt.m[wt.offset(wfn["line"], 0):wt.offset(min(wfn["end"] + 1,
 								wt.t.count("\n") + 1), 0)]):
 						raise Refuse("manual", "the waker %s() in %s wakes a copy of ->%s; convert it by "

@@ -378,7 +378,7 @@ def check_programs(res, only, fast):
 			timer.cancel()
 		if time.time() > deadline:
 			res.add(base, False, time.time() - t, "timed out after %ds" % CHECK_TIMEOUT)
-		elif proc.returncode != 0 or not seen:
+		elif proc.returncode != 0 or (not seen and not only):
 			res.add(base, False, time.time() - t, "exit %s, %d results\n%s" % (
 				proc.returncode, seen, "\n".join(detail[-40:])))
 

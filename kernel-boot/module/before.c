@@ -80,8 +80,16 @@ void nst_prepare_to_wait_loop(struct nst_ctx *ctx)
 	finish_wait(&ctx->wq, &wait);
 }
 
+/*
+ * The Bluetooth cmtp/bnep shape: the thread sits on a wait queue with a
+ * default entry and is woken by wake_up_process(ctx->waiter).
+ */
 void nst_set_current_state_loop(struct nst_ctx *ctx)
 {
+	DECLARE_WAITQUEUE(wait, current);
+
+	ctx->waiter = current;
+	add_wait_queue(&ctx->wq, &wait);
 	for (;;) {
 		set_current_state(TASK_UNINTERRUPTIBLE);
 		if (nst_reached(ctx))
@@ -89,6 +97,7 @@ void nst_set_current_state_loop(struct nst_ctx *ctx)
 		schedule();
 	}
 	__set_current_state(TASK_RUNNING);
+	remove_wait_queue(&ctx->wq, &wait);
 }
 
 long nst_wait_event_timeout_msleep(struct nst_ctx *ctx, long timeout)

@@ -164,16 +164,20 @@ static void nst_ctx_init(struct nst_ctx *ctx)
 	ctx->waiter = NULL;
 }
 
+/*
+ * The wakers.  The wake_up_process() is written on ctx->waiter itself, as
+ * the Bluetooth wakers write session->task, so that nestsleep MODE=patch
+ * finds it and turns it into a wake_up() of ctx->wq in the "after" form.
+ */
 static void nst_wake(struct nst_ctx *ctx, bool process)
 {
-	struct task_struct *waiter = READ_ONCE(ctx->waiter);
-
-	if (process) {
-		if (waiter)
-			wake_up_process(waiter);
-	} else {
+	if (!process) {
 		wake_up(&ctx->wq);
+		return;
 	}
+	if (!READ_ONCE(ctx->waiter))
+		return;
+	wake_up_process(ctx->waiter);
 }
 
 /* The waker: advance seq under the lock, then wake. */

@@ -1,0 +1,203 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The runtime proof: the test module's "before" wait bodies against the
+"after" form that nestsleep MODE=patch generates from them.
+
+  nsboot.py proof [--kdir K] [--rounds N] [--out DIR] [run options]
+
+1. derive: copy module/ into a scratch directory, run
+   'scripts/nestsleep.py --kdir <scratch> --mode patch', apply the diff.
+   The after form is never written by hand.  The diff may touch
+   nestsleep_test.c too: the set_current_state() case's waker is a
+   wake_up_process(ctx->waiter) that the rewrite turns into a wake_up().
+2. boot the before form, then the after form (same kernel build).
+3. compare: every before wait case warns "do not call blocking ops when
+   !TASK_RUNNING", the after form has no splat at all, the stress rounds of
+   the after form lose no wakeup, and the semantics cases (timeouts,
+   remainders, signals, killable) give the same results in both forms.
+
+DIR/proof.json holds each check with its verdict; 'check_runtime.py' turns
+it into make check results.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+PY = '/usr/bin/python3'
+MODULE_DIR = os.path.join(HERE, 'module')
+WAIT_CASES = ('wait_event', 'wait_event_interruptible', 'wait_event_timeout',
+	      'wait_event_interruptible_timeout', 'wait_event_killable', 'prepare_to_wait_loop',
+	      'set_current_state_loop')
+SEMANTICS = ('timeout_expires', 'interruptible_timeout_expires', 'timeout_remainder',
+	     'interruptible_timeout_remainder', 'interruptible_signal', 'interruptible_timeout_signal',
+	     'killable_sigkill', 'killable_ignores_sigusr1')
+SPLAT = 'do not call blocking ops'
+
+
+def cache_root() -> str:
+	return os.path.join(os.environ.get('NESTSLEEP_CACHE', os.path.expanduser('~/.cache/nestsleep')), 'kernel-boot')
+
+
+class ProofError(Exception):
+	pass
+
+
+def derive_after(out: str) -> Dict[str, object]:
+	"""Generate after.c (and the converted runner) with nestsleep MODE=patch."""
+	tmp = tempfile.mkdtemp(prefix='nsboot-after-')
+	try:
+		mod = os.path.join(tmp, 'module')
+		os.mkdir(mod)
+		for n in ('before.c', 'nestsleep_test.c', 'nst.h'):
+			shutil.copy(os.path.join(MODULE_DIR, n), mod)
+		fj = os.path.join(tmp, 'findings.json')
+		env = dict(os.environ, NESTSLEEP_CACHE=os.path.join(os.path.dirname(cache_root()), 'test-cache'))
+		cmd = [PY, os.path.join(TOP, 'scripts', 'nestsleep.py'), '--kdir', mod, '--mode', 'patch', '--json', fj]
+		print('$ ' + ' '.join(cmd), flush=True)
+		r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+		if r.returncode != 0:
+			raise ProofError('nestsleep MODE=patch failed (exit %d): %s' % (r.returncode, r.stderr.strip()[-800:]))
+		if not r.stdout.strip():
+			raise ProofError('nestsleep MODE=patch gave an empty diff for module/before.c')
+		p = subprocess.run(['patch', '-p1', '-s', '--no-backup-if-mismatch'], input=r.stdout, cwd=mod,
+				   capture_output=True, text=True)
+		if p.returncode != 0:
+			raise ProofError('the generated diff does not apply: ' + (p.stdout + p.stderr)[-800:])
+		with open(fj) as f:
+			findings = json.load(f)['findings']
+		os.makedirs(out, exist_ok=True)
+		shutil.copy(os.path.join(mod, 'before.c'), os.path.join(out, 'after.c'))
+		shutil.copy(os.path.join(mod, 'nestsleep_test.c'), os.path.join(out, 'nestsleep_test.after.c'))
+		with open(os.path.join(out, 'after.diff'), 'w') as f:
+			f.write(r.stdout)
+		fixed = sorted(f['function'] for f in findings if f['fix']['status'] == 'patch')
+		unfixed = sorted('%s (%s)' % (f['function'], f['fix']['reason']) for f in findings
+				 if f['fix']['status'] != 'patch')
+		touched = sorted(set(l[6:].strip() for l in r.stdout.splitlines() if l.startswith('+++ b/')))
+		return {'fixed': fixed, 'unfixed': unfixed, 'touched': touched,
+			'after_c': os.path.join(out, 'after.c'),
+			'runner_c': os.path.join(out, 'nestsleep_test.after.c')}
+	finally:
+		shutil.rmtree(tmp, ignore_errors=True)
+
+
+def boot(ns, variant: str, out: str, extra: List[str]) -> Tuple[int, dict, float]:
+	jp = os.path.join(out, '%s.json' % variant)
+	if os.path.exists(jp):
+		os.unlink(jp)
+	cmd = [PY, os.path.join(HERE, 'nsboot.py'), 'run', '--variant', variant, '--json', jp,
+	       '--timeout', str(int(ns.timeout)), '--accel', ns.accel, '-j', str(ns.jobs)] + extra
+	if ns.kdir:
+		cmd += ['--kdir', ns.kdir]
+	if ns.rounds:
+		cmd += ['--rounds', str(ns.rounds)]
+	if ns.bound_ms:
+		cmd += ['--bound-ms', str(ns.bound_ms)]
+	if ns.jitter_us:
+		cmd += ['--jitter-us', str(ns.jitter_us)]
+	if ns.only:
+		cmd += ['--only', ns.only]
+	print('$ ' + ' '.join(cmd), flush=True)
+	t = time.monotonic()
+	rc = subprocess.run(cmd).returncode
+	el = time.monotonic() - t
+	doc = {}
+	if os.path.exists(jp):
+		with open(jp) as f:
+			doc = json.load(f)
+	return rc, doc, el
+
+
+def tests_of(doc: dict) -> Dict[str, dict]:
+	out: Dict[str, dict] = {}
+
+	def walk(t):
+		if t.get('subtests'):
+			for s in t['subtests']:
+				walk(s)
+		else:
+			out[t['name']] = t
+	for d in (doc.get('boot') or {}).get('documents', []):
+		walk(d)
+	return out
+
+
+def compare(der: dict, before: dict, after: dict) -> List[Tuple[str, bool, str]]:
+	"""[(check, ok, detail)]."""
+	checks: List[Tuple[str, bool, str]] = []
+	tb, ta = tests_of(before), tests_of(after)
+	bsplats = (before.get('boot') or {}).get('splats', [])
+	asplats = (after.get('boot') or {}).get('splats', [])
+	checks.append(('after/generated', set(der['fixed']) >= {
+		'nst_wait_event', 'nst_wait_event_interruptible', 'nst_wait_event_timeout',
+		'nst_wait_event_interruptible_timeout', 'nst_wait_event_killable', 'nst_prepare_to_wait_loop',
+		'nst_set_current_state_loop'},
+		'rewritten: %s; not: %s; files: %s' % (', '.join(der['fixed']), '; '.join(der['unfixed']) or 'none',
+							', '.join(der['touched']))))
+	checks.append(('before/boot', before.get('status') == 'SUCCESS',
+		       '%s: %s' % (before.get('status', 'no result'), before.get('reason', ''))))
+	checks.append(('after/boot', after.get('status') == 'SUCCESS',
+		       '%s: %s' % (after.get('status', 'no result'), after.get('reason', ''))))
+	for case in WAIT_CASES:
+		n = sum(1 for s in bsplats if SPLAT in s.get('title', '') and s.get('test') == case)
+		if not n:
+			n = len([s for s in tb.get(case, {}).get('splats', []) if SPLAT in s])
+		checks.append(('before/%s/warns' % case, n >= 1, '%d "%s" splat(s)' % (n, SPLAT)))
+		st = ta.get(case, {}).get('status', 'missing')
+		checks.append(('after/%s' % case, st == 'PASS' and not ta.get(case, {}).get('splats'),
+			       'status %s, splats %s' % (st, ta.get(case, {}).get('splats', []))))
+	checks.append(('after/no-splat', not asplats, '%d splats: %s' % (
+		len(asplats), '; '.join(s.get('title', '') for s in asplats[:5]))))
+	for case in WAIT_CASES:
+		name = 'stress_' + case
+		st = ta.get(name, {}).get('status', 'missing')
+		diag = '; '.join(ta.get(name, {}).get('diagnostics', [])[-2:])
+		checks.append(('after/%s' % name, st == 'PASS', 'status %s %s' % (st, diag)))
+	for case in SEMANTICS:
+		sb = tb.get(case, {}).get('status', 'missing')
+		sa = ta.get(case, {}).get('status', 'missing')
+		checks.append(('same/%s' % case, sb == sa == 'PASS', 'before %s, after %s' % (sb, sa)))
+	return checks
+
+
+def main(ns) -> int:
+	out = ns.out or os.path.join(cache_root(), 'proof')
+	os.makedirs(out, exist_ok=True)
+	result: Dict[str, object] = {'checks': []}
+	try:
+		der = derive_after(out)
+	except (ProofError, OSError, subprocess.TimeoutExpired) as e:
+		print('nsboot: proof: %s' % e, file=sys.stderr)
+		result['checks'] = [{'name': 'after/generated', 'ok': False, 'detail': str(e)}]
+		with open(os.path.join(out, 'proof.json'), 'w') as f:
+			json.dump(result, f, indent=1)
+		print('nsboot: TEST_FAILURE: the after form could not be generated')
+		return 1
+	result['derive'] = der
+	rcb, before, tb = boot(ns, 'before', out, [])
+	rca, after, ta = boot(ns, 'after', out, ['--variant-file', der['after_c'], '--variant-runner', der['runner_c']])
+	checks = compare(der, before, after)
+	result['times_s'] = {'before': round(tb, 1), 'after': round(ta, 1)}
+	result['checks'] = [{'name': n, 'ok': ok, 'detail': d} for n, ok, d in checks]
+	result['splats'] = {'before': len((before.get('boot') or {}).get('splats', [])),
+			    'after': len((after.get('boot') or {}).get('splats', []))}
+	with open(os.path.join(out, 'proof.json'), 'w') as f:
+		json.dump(result, f, indent=1)
+	bad = [c for c in checks if not c[1]]
+	print('\nRuntime proof (%s):' % out)
+	for n, ok, d in checks:
+		print('  %-48s %s  %s' % (n, 'ok' if ok else 'FAIL', d))
+	print('splats: before %d, after %d; boots %.0fs + %.0fs' % (
+		result['splats']['before'], result['splats']['after'], tb, ta))
+	if bad:
+		print('nsboot: TEST_FAILURE: %d of %d proof checks failed' % (len(bad), len(checks)))
+		return 1
+	print('nsboot: SUCCESS: %d proof checks passed' % len(checks))
+	return 0
