@@ -491,6 +491,10 @@ class Matcher:
 			if r is None:
 				todo.append(rel)
 			else:
+				# the cache is keyed by content: the same file may have
+				# been matched under another name
+				for rec in r["recs"]:
+					rec["file"] = rel
 				results[rel] = r
 		if todo:
 			log("matching %d files with spatch (%d cached)" % (len(todo), len(results)))

@@ -1,0 +1,132 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Tests for scripts/triage.py (make triage): report generation on a
+fixture tree, the SARIF schema check, baseline diffing and labels."""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCHEMA = os.path.join(TOP, "fixtures", "triage", "sarif-2.1.0-subset.schema.json")
+
+
+def read(p):
+	with open(p) as f:
+		return f.read()
+
+
+class TriageTest(unittest.TestCase):
+	@classmethod
+	def setUpClass(cls):
+		cls.tmp = tempfile.mkdtemp(prefix="nestsleep-triage-test-")
+		cls.kdir = os.path.join(cls.tmp, "tree")
+		os.makedirs(os.path.join(cls.kdir, "drivers", "dev"))
+		shutil.copy(os.path.join(TOP, "fixtures", "patch", "wait_event_rewrite.c"),
+			    os.path.join(cls.kdir, "drivers", "dev", "dev.c"))
+		with open(os.path.join(cls.kdir, "Makefile"), "w") as f:
+			f.write("VERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 99\n")
+		cls.env = dict(os.environ, NESTSLEEP_CACHE=os.path.join(
+			os.environ.get("NESTSLEEP_CACHE", os.path.expanduser("~/.cache/nestsleep")), "test-cache"))
+		cls.out = os.path.join(cls.tmp, "out")
+		cls.r = cls.triage(["--out", cls.out, "--labels", os.path.join(cls.tmp, "none.json")])
+
+	@classmethod
+	def tearDownClass(cls):
+		shutil.rmtree(cls.tmp, ignore_errors=True)
+
+	@classmethod
+	def triage(cls, extra):
+		return subprocess.run(["/usr/bin/python3", os.path.join(TOP, "scripts", "triage.py"), "--kdir", cls.kdir,
+				       "-j", "2"] + extra, capture_output=True, text=True, env=cls.env, timeout=600)
+
+	def test_report_set(self):
+		self.assertEqual(self.r.returncode, 0, self.r.stderr)
+		for n in ("index.md", "findings.json", "findings.sarif"):
+			self.assertTrue(os.path.isfile(os.path.join(self.out, n)), n)
+		idx = read(os.path.join(self.out, "index.md"))
+		self.assertIn("linux-6.1.99", idx)
+		self.assertIn("spatch", idx)
+		self.assertIn("Parse coverage", idx)
+		data = json.loads(read(os.path.join(self.out, "findings.json")))
+		self.assertEqual(len(data["findings"]), 31)
+		self.assertFalse(os.path.exists(self.out + ".tmp"))
+		sec = [n for n in os.listdir(self.out) if n.endswith(".md") and n != "index.md"]
+		self.assertEqual(len(sec), 1)
+		md = read(os.path.join(self.out, sec[0]))
+		self.assertIn("Sleeping chain:", md)
+		self.assertIn("drivers/dev/dev.c:", md)
+		self.assertIn("```diff", md)
+		self.assertIn("Reproduce: `make coccicheck MODE=report", md)
+		self.assertIn("do not call blocking ops when !TASK_RUNNING", md)
+		self.assertIn("spinlock", md)
+
+	def test_sarif_schema(self):
+		try:
+			import jsonschema
+		except ImportError:
+			self.skipTest("python3-jsonschema is not installed (make setup installs it)")
+		sarif = json.loads(read(os.path.join(self.out, "findings.sarif")))
+		schema = json.loads(read(SCHEMA))
+		jsonschema.validate(sarif, schema, format_checker=jsonschema.FormatChecker())
+		self.assertEqual(len(sarif["runs"][0]["results"]), 31)
+		bad = dict(sarif, version="2.0.0")
+		with self.assertRaises(jsonschema.ValidationError):
+			jsonschema.validate(bad, schema)
+		r0 = sarif["runs"][0]["results"][0]
+		self.assertIn("nestsleep/v1", r0["partialFingerprints"])
+		self.assertGreaterEqual(r0["locations"][0]["physicalLocation"]["region"]["startLine"], 1)
+
+	def test_baseline_and_labels(self):
+		data = json.loads(read(os.path.join(self.out, "findings.json")))
+		# an older run: one finding fewer, and one that has gone since
+		old = dict(data)
+		old["findings"] = data["findings"][1:] + [dict(data["findings"][0], fingerprint="0000000000000000",
+								function="removed_fn")]
+		bp = os.path.join(self.tmp, "old.json")
+		with open(bp, "w") as f:
+			json.dump(old, f)
+		labels = {"labels": {data["findings"][1]["fingerprint"]: {"verdict": "true", "reason": "takes a mutex"},
+				     data["findings"][2]["fingerprint"]: {"verdict": "false-positive", "reason": "x"}}}
+		lp = os.path.join(self.tmp, "labels.json")
+		with open(lp, "w") as f:
+			json.dump(labels, f)
+		out2 = os.path.join(self.tmp, "out2")
+		r = self.triage(["--out", out2, "--baseline", bp, "--labels", lp])
+		self.assertEqual(r.returncode, 0, r.stderr)
+		new = json.loads(read(os.path.join(out2, "findings.json")))
+		states = [f["baseline"] for f in new["findings"]]
+		self.assertEqual(states.count("new"), 1)
+		self.assertEqual(states.count("unchanged"), 30)
+		self.assertEqual([g["function"] for g in new["gone"]], ["removed_fn"])
+		idx = read(os.path.join(out2, "index.md"))
+		self.assertIn("1 new (marked `>>`), 1 gone.", idx)
+		self.assertIn("gone: `drivers/dev/dev.c` removed_fn()", idx)
+		self.assertIn("| high | ", idx)
+		self.assertRegex(idx, r"\| high \| \d+ \| 2 \| 1 \| 50% \|")
+		sec = [n for n in os.listdir(out2) if n.endswith(".md") and n != "index.md"][0]
+		self.assertIn("## >> ", read(os.path.join(out2, sec)))
+		self.assertIn("hand review: **true** - takes a mutex", read(os.path.join(out2, sec)))
+		sarif = json.loads(read(os.path.join(out2, "findings.sarif")))
+		self.assertEqual(sum(1 for x in sarif["runs"][0]["results"] if x.get("baselineState") == "new"), 1)
+
+	def test_bad_label(self):
+		lp = os.path.join(self.tmp, "bad-labels.json")
+		with open(lp, "w") as f:
+			json.dump({"labels": {"abc": {"verdict": "maybe"}}}, f)
+		r = self.triage(["--out", os.path.join(self.tmp, "out3"), "--labels", lp])
+		self.assertEqual(r.returncode, 2)
+		self.assertIn("verdict must be one of", r.stderr)
+		self.assertNotIn("Traceback", r.stderr)
+
+	def test_no_tree(self):
+		r = subprocess.run(["/usr/bin/python3", os.path.join(TOP, "scripts", "triage.py"), "--kdir",
+				    os.path.join(self.tmp, "nope")], capture_output=True, text=True)
+		self.assertEqual(r.returncode, 2)
+		self.assertIn("no kernel tree", r.stderr)
+
+
+if __name__ == "__main__":
+	unittest.main()

@@ -1,0 +1,425 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""make triage: reports for subsystem maintainers.
+
+  triage.py --kdir K [--m M] [--out DIR] [--baseline OLD/findings.json]
+	    [--series DIR] [--labels FILE] [--json FINDINGS]
+
+Writes, to DIR (default reports/<tree-id>), through DIR.tmp and a rename:
+
+  index.md          tree, versions, command, parse coverage, precision by
+                    confidence from the hand labels, and one row per
+                    MAINTAINERS section (the most specific one of each file)
+  <section>.md      each finding laid out like a kernel test robot mail
+  findings.json     one record per finding
+  findings.sarif    SARIF 2.1.0, for code-scanning front ends
+
+Fingerprints do not depend on line numbers (file, function, wait primitive,
+chain), so BASELINE= marks what is new (">>", as the test robot does) and
+lists what has gone.  Hand labels live in reports/labels/<tree-id>.json
+(fingerprint -> verdict and reason) and survive a new run.
+"""
+
+import argparse
+import collections
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, "scripts"))
+import bench  # noqa: E402
+import fixes  # noqa: E402
+
+PY = "/usr/bin/python3"
+RULE = "cocci/nested_sleep.cocci"
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+VERDICTS = ("true", "false-positive", "harmless")
+
+
+class UserError(Exception):
+	pass
+
+
+def log(msg):
+	print("triage: " + msg, file=sys.stderr, flush=True)
+
+
+def tool_versions():
+	sp = subprocess.run(["spatch", "--version"], capture_output=True, text=True).stdout
+	m = re.search(r"spatch version (\S+)", sp)
+	nv = "?"
+	with open(os.path.join(TOP, "scripts", "nestsleep.py")) as f:
+		mm = re.search(r'^VERSION = "([^"]+)"', f.read(), re.M)
+		if mm:
+			nv = mm.group(1)
+	rev = subprocess.run(["git", "-C", TOP, "rev-parse", "--short", "HEAD"], capture_output=True,
+			     text=True).stdout.strip()
+	return nv + ("+" + rev if rev else ""), (m.group(1) if m else "unknown")
+
+
+def slug(s):
+	return re.sub(r"[^a-z0-9]+", "-", s.lower()).strip("-")[:60] or "unknown"
+
+
+# ---------------------------------------------------------------------------
+
+def suggested_fix(f):
+	fx = f.get("fix") or {}
+	st = fx.get("status")
+	if st == "patch":
+		return ("Rewrite the wait into the wait_woken() form (the patch below): %s. Where the inner sleep "
+			"is rare and a re-loop harmless, `sched_annotate_sleep()` in the sleeping callee is the "
+			"lighter fix maintainers have also accepted." % fx.get("reason", ""))
+	if f.get("kind") == "sleep_in_atomic" or "spinlock" in fx.get("reason", "") or "atomic" in fx.get("reason", ""):
+		return ("No wait_woken() rewrite: %s. Move the sleeping call out of the locked condition "
+			"(evaluate it before taking the lock, or use a non-sleeping variant)." % fx.get("reason", ""))
+	if f["shape"] == "carried_state":
+		return ("Manual fix: %s. Set `__set_current_state(TASK_RUNNING)` on the path before the sleeping "
+			"call (as io_uring's io_rsrc_ref_quiesce() fix did), or restructure the helper so that it "
+			"does not return with the state set." % fx.get("reason", ""))
+	return ("Manual fix: %s. Options: a wait_woken() conversion done by hand (the thread needs a wait queue "
+		"its wakers use); `set_current_state(TASK_RUNNING)` before the blocking call and the state set "
+		"again after it (the mmc/vub300 fix); or `sched_annotate_sleep()` where a spurious re-loop is "
+		"harmless." % fx.get("reason", "no safe mechanical rewrite"))
+
+
+def confidence_reason(f):
+	why = []
+	if any("=" in h for h in f["chain"]):
+		why.append("the chain goes through a function pointer, resolved by struct type and member: the "
+			   "target may never be reached from this site")
+	if f["shape"] == "carried_state":
+		why.append("the state is carried out of a helper that may return without sleeping")
+	if f["shape"] in ("set_current_state", "prepare_to_wait") and f.get("group") == "schedule":
+		why.append("the inner sleep is a schedule*() call, which may be the loop's own wait")
+	if f["effect"] == "silent":
+		why.append("the inner sleep resets the state silently (no might_sleep() warning)")
+	if not why and f["confidence"] == "high":
+		why.append("a direct call chain to a primitive that sleeps unconditionally")
+	if not why:
+		why.append("a callee with several possible definitions, or a conditional sleep (might_sleep_if)")
+	return "; ".join(why)
+
+
+def warning_text(f):
+	if f.get("kind") == "sleep_in_atomic":
+		return ("BUG: sleeping function called from invalid context (the condition runs under a spinlock)")
+	if f["effect"] == "warns":
+		return ("WARNING: ... do not call blocking ops when !TASK_RUNNING; state=%s set at [<...>] %s\n"
+			"(with CONFIG_DEBUG_ATOMIC_SLEEP=y); the outer wait may then miss its wakeup or spin." %
+			("2" if "UNINTERRUPTIBLE" in f.get("primitive", "") or f["primitive"] == "wait_event" else "1",
+			 f["primitive"]))
+	return ("No warning: %s() resets the task state without going through might_sleep(), so the outer "
+		"wait silently loses its state: it may return without its condition or spin." % f["call"])
+
+
+def excerpt(kdir, f, ctx=3):
+	try:
+		with open(os.path.join(kdir, f["file"]), errors="replace") as fp:
+			lines = fp.read().splitlines()
+	except OSError:
+		return ""
+	marks = {f["line"]: ">", f.get("call_line", f["line"]): "*"}
+	lo = max(1, min(marks) - ctx)
+	hi = min(len(lines), max(marks) + ctx)
+	if hi - lo > 24:
+		hi = lo + 24
+	out = []
+	for n in range(lo, hi + 1):
+		out.append("%s%5d  %s" % (marks.get(n, " "), n, lines[n - 1].replace("\t", "        ")))
+	return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------
+
+def to_sarif(findings, tid, nver):
+	rules = [
+		{"id": "nested-sleep", "name": "NestedSleep",
+		 "shortDescription": {"text": "A call that may sleep runs while the task state is not TASK_RUNNING"},
+		 "fullDescription": {"text": "A wait_event*() condition, a prepare_to_wait() window or a "
+					     "set_current_state() window calls something that may sleep; the inner "
+					     "sleep resets the task state, so the outer wait can lose its wakeup or "
+					     "spin."},
+		 "helpUri": "https://lwn.net/Articles/628628/",
+		 "defaultConfiguration": {"level": "warning"}},
+		{"id": "sleep-in-atomic", "name": "SleepInAtomic",
+		 "shortDescription": {"text": "A wait condition that runs under a spinlock may sleep"},
+		 "fullDescription": {"text": "The _locked and _lock_irq wait_event forms evaluate the condition "
+					     "with a spinlock held; a sleeping call there is a sleep in atomic context."},
+		 "defaultConfiguration": {"level": "error"}},
+	]
+	results = []
+	for f in findings:
+		rid = "sleep-in-atomic" if f.get("kind") == "sleep_in_atomic" else "nested-sleep"
+		steps = []
+		for i, loc in enumerate(f.get("chain_locs", [])):
+			rel, line = loc.rsplit(":", 1)
+			steps.append({"location": {"physicalLocation": {
+				"artifactLocation": {"uri": rel, "uriBaseId": "KDIR"},
+				"region": {"startLine": max(1, int(line))}},
+				"message": {"text": "calls %s" % f["chain"][i] if i < len(f["chain"]) else "call"}}})
+		r = {
+			"ruleId": rid,
+			"level": "error" if rid == "sleep-in-atomic" else "warning",
+			"message": {"text": f["message"]},
+			"locations": [{"physicalLocation": {
+				"artifactLocation": {"uri": f["file"], "uriBaseId": "KDIR"},
+				"region": {"startLine": f["line"], "startColumn": f["col"] + 1,
+					   "endColumn": max(f["colend"] + 1, f["col"] + 2)}},
+				"logicalLocations": [{"name": f["function"], "kind": "function"}]}],
+			"partialFingerprints": {"nestsleep/v1": f["fingerprint"]},
+			"properties": {"confidence": f["confidence"], "shape": f["shape"], "primitive": f["primitive"],
+				       "fix": (f.get("fix") or {}).get("status", "none")},
+		}
+		if f.get("baseline"):
+			r["baselineState"] = f["baseline"]
+		if steps:
+			r["codeFlows"] = [{"threadFlows": [{"locations": steps}]}]
+		results.append(r)
+	return {
+		"$schema": SARIF_SCHEMA,
+		"version": "2.1.0",
+		"runs": [{
+			"tool": {"driver": {"name": "nestsleep", "version": nver,
+					    "informationUri": "https://coccinelle.gitlabpages.inria.fr/website",
+					    "rules": rules}},
+			"originalUriBaseIds": {"KDIR": {"description": {"text": "the kernel tree (%s)" % tid}}},
+			"results": results,
+		}],
+	}
+
+
+# ---------------------------------------------------------------------------
+
+def load(a):
+	if a.json:
+		with open(a.json) as f:
+			return json.load(f)
+	tmp = tempfile.mkdtemp(prefix="nestsleep-triage-")
+	try:
+		jp = os.path.join(tmp, "f.json")
+		cmd = [PY, os.path.join(TOP, "scripts", "nestsleep.py"), "--kdir", a.kdir, "--mode", "patch", "--json", jp,
+		       "-j", str(a.jobs)] + (["--m", a.m] if a.m else []) + (["--spflags", a.spflags] if a.spflags else [])
+		r = subprocess.run(cmd, stdout=subprocess.DEVNULL)
+		if r.returncode != 0 or not os.path.exists(jp):
+			raise UserError("the checker failed (exit %d)" % r.returncode)
+		with open(jp) as f:
+			return json.load(f)
+	finally:
+		shutil.rmtree(tmp, ignore_errors=True)
+
+
+def precision(findings):
+	rows = {}
+	for c in ("high", "medium", "low"):
+		fs = [f for f in findings if f["confidence"] == c]
+		lab = [f for f in fs if f.get("verdict")]
+		tp = sum(1 for f in lab if f["verdict"] in ("true", "harmless"))
+		rows[c] = (len(fs), len(lab), tp)
+	return rows
+
+
+def build(a):
+	kdir = os.path.realpath(a.kdir)
+	if not os.path.isfile(os.path.join(kdir, "Makefile")):
+		raise UserError("no kernel tree at KDIR=%s" % a.kdir)
+	tid = bench.tree_id(kdir)
+	out = os.path.abspath(a.out or os.path.join(TOP, "reports", tid))
+	labels_path = a.labels or os.path.join(TOP, "reports", "labels", tid + ".json")
+	data = load(a)
+	findings = data["findings"]
+	labels = {}
+	if os.path.isfile(labels_path):
+		with open(labels_path) as f:
+			labels = json.load(f).get("labels", {})
+		for fp, lab in labels.items():
+			if lab.get("verdict") not in VERDICTS:
+				raise UserError("%s: %s: verdict must be one of %s" % (labels_path, fp, ", ".join(VERDICTS)))
+	base = None
+	if a.baseline:
+		with open(a.baseline) as f:
+			bd = json.load(f)
+		base = {r["fingerprint"]: r for r in (bd["findings"] if isinstance(bd, dict) else bd)}
+	series = {}
+	if a.series:
+		sp = os.path.join(a.series, "series.json")
+		if not os.path.isfile(sp):
+			raise UserError("no series.json in %s" % a.series)
+		with open(sp) as f:
+			man = json.load(f)
+		boot = {}
+		bp = os.path.join(a.series, "boottest.json")
+		if os.path.isfile(bp):
+			with open(bp) as f:
+				bj = json.load(f)
+			boot = bj.get("results", bj)
+		for s in man["series"]:
+			for p in s["patches"]:
+				for fp in p["fingerprints"]:
+					st = p.get("test_status", "not tested")
+					if fp in boot and isinstance(boot[fp], dict):
+						st = boot[fp].get("status", st)
+					series[fp] = {"status": st, "patch": p["patch"], "checkpatch": p["checkpatch"]["status"],
+						      "tested": p.get("tested_text", "")}
+	seccache = {}
+	recs = []
+	for f in findings:
+		sec = fixes.section_of(kdir, f["file"], seccache)
+		lab = labels.get(f["fingerprint"], {})
+		fx = f.get("fix") or {}
+		rec = dict(f)
+		rec.update({"section": sec["name"], "maintainers": sec["M"], "lists": sec["L"],
+			    "verdict": lab.get("verdict", ""), "verdict_reason": lab.get("reason", ""),
+			    "patch_status": series.get(f["fingerprint"], {}).get("status",
+							("generated, not tested" if fx.get("status") == "patch" else "")),
+			    "confidence_reason": confidence_reason(f)})
+		if base is not None:
+			rec["baseline"] = "unchanged" if f["fingerprint"] in base else "new"
+		recs.append(rec)
+	gone = []
+	if base is not None:
+		now = set(f["fingerprint"] for f in recs)
+		gone = [r for fp, r in base.items() if fp not in now]
+	nver, sver = tool_versions()
+	tmp = out + ".tmp"
+	shutil.rmtree(tmp, ignore_errors=True)
+	os.makedirs(tmp)
+	with open(os.path.join(tmp, "findings.json"), "w") as f:
+		json.dump({"tree": tid, "tool": "nestsleep", "version": nver, "coverage": data.get("coverage", {}),
+			   "findings": recs, "gone": gone}, f, indent=1)
+	with open(os.path.join(tmp, "findings.sarif"), "w") as f:
+		json.dump(to_sarif(recs, tid, nver), f, indent=1)
+	bysec = collections.OrderedDict()
+	for r in sorted(recs, key=lambda r: (r["section"], r["file"], r["line"])):
+		bysec.setdefault(r["section"], []).append(r)
+	cmd = "make triage KDIR=%s%s" % (a.kdir_shown or kdir, (" M=" + a.m) if a.m else "")
+	for sname, rs in bysec.items():
+		with open(os.path.join(tmp, slug(sname) + ".md"), "w") as f:
+			f.write(section_md(sname, rs, kdir, series, a.kdir_shown or kdir))
+	with open(os.path.join(tmp, "index.md"), "w") as f:
+		f.write(index_md(tid, kdir, nver, sver, cmd, data.get("coverage", {}), recs, bysec, gone, labels_path,
+				 base is not None))
+	if os.path.isdir(out):
+		shutil.rmtree(out)
+	os.rename(tmp, out)
+	log("%d findings in %d sections%s; written to %s" % (
+		len(recs), len(bysec), ("; %d new, %d gone since the baseline" % (
+			sum(1 for r in recs if r.get("baseline") == "new"), len(gone))) if base is not None else "", out))
+	return 0
+
+
+def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, has_base):
+	L = ["# nestsleep triage report: %s" % tid, ""]
+	L += ["| | |", "|---|---|",
+	      "| tree | `%s` (%s) |" % (tid, os.path.basename(kdir)),
+	      "| nestsleep | %s |" % nver, "| spatch | %s |" % sver,
+	      "| date | %s |" % datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+	      "| command | `%s` |" % cmd, ""]
+	L += ["## Parse coverage", "",
+	      "spatch parsed %s of %s files that hold wait sites; %d failed, %d timed out." % (
+		      cov.get("parsed", "?"), cov.get("files", "?"), len(cov.get("failed", [])), len(cov.get("timeout", []))), ""]
+	if cov.get("failed"):
+		L += ["Could not parse: " + ", ".join("`%s`" % x for x in cov["failed"][:40]), ""]
+	by = collections.Counter(r["confidence"] for r in recs)
+	patched = sum(1 for r in recs if (r.get("fix") or {}).get("status") == "patch")
+	L += ["## Summary", "",
+	      "%d findings (high %d, medium %d, low %d); %d with a generated patch; %d sections." % (
+		      len(recs), by["high"], by["medium"], by["low"], patched, len(bysec)), ""]
+	shapes = collections.Counter(r["shape"] for r in recs)
+	L += ["By shape: " + ", ".join("%s %d" % kv for kv in sorted(shapes.items())), ""]
+	L += ["## Precision (hand labels)", "",
+	      "Labels: `%s` (fingerprint -> verdict, reason). A finding counts as correct when the nested "
+	      "sleep is real (`true`) or real but harmless (`harmless`)." % os.path.relpath(labels_path, TOP), "",
+	      "| confidence | findings | labelled | correct | precision |", "|---|---|---|---|---|"]
+	for c, (n, nl, tp) in precision(recs).items():
+		L.append("| %s | %d | %d | %d | %s |" % (c, n, nl, tp, ("%.0f%%" % (100.0 * tp / nl)) if nl else "n/a"))
+	L.append("")
+	L += ["## Subsystems", "",
+	      "Grouped by the most specific MAINTAINERS section of each file (`scripts/get_maintainer.pl --sections`).",
+	      "", "| section | maintainers | list | high | medium | low | patches | patch status |",
+	      "|---|---|---|---|---|---|---|---|"]
+	for sname, rs in bysec.items():
+		c = collections.Counter(r["confidence"] for r in rs)
+		pt = [r for r in rs if (r.get("fix") or {}).get("status") == "patch"]
+		st = collections.Counter(r["patch_status"] for r in pt)
+		L.append("| [%s](%s.md) | %s | %s | %d | %d | %d | %d | %s |" % (
+			sname, slug(sname), "; ".join(re.sub(r"\s*<.*>", "", m) for m in rs[0]["maintainers"][:3]) or "-",
+			"; ".join(re.sub(r"\s*\(.*\)", "", x) for x in rs[0]["lists"][:2]) or "-",
+			c["high"], c["medium"], c["low"], len(pt), ", ".join("%s %d" % kv for kv in st.items()) or "-"))
+	L.append("")
+	if has_base:
+		new = [r for r in recs if r.get("baseline") == "new"]
+		L += ["## Since the baseline", "", "%d new (marked `>>`), %d gone." % (len(new), len(gone)), ""]
+		for r in gone:
+			L.append("- gone: `%s` %s() (%s)" % (r["file"], r["function"], r.get("primitive", "")))
+		L.append("")
+	return "\n".join(L) + "\n"
+
+
+def section_md(sname, rs, kdir, series, kshown):
+	L = ["# %s" % sname, ""]
+	if rs[0]["maintainers"]:
+		L += ["Maintainers: " + "; ".join(rs[0]["maintainers"]), ""]
+	if rs[0]["lists"]:
+		L += ["List: " + "; ".join(rs[0]["lists"]), ""]
+	for r in rs:
+		mark = ">> " if r.get("baseline") == "new" else ""
+		L += ["## %s%s:%d %s()" % (mark, r["file"], r["line"], r["function"]), ""]
+		L += ["**%s**" % r["message"].split(" [confidence")[0].replace("*", "\\*"), ""]
+		L += ["- location: `%s:%d:%d` in `%s()`" % (r["file"], r["line"], r["col"], r["function"]),
+		      "- fingerprint: `%s`" % r["fingerprint"]]
+		if r.get("verdict"):
+			L.append("- hand review: **%s** - %s" % (r["verdict"], r["verdict_reason"]))
+		L.append("")
+		ex = excerpt(kdir, r)
+		if ex:
+			L += ["```c", ex, "```", "", "`>` the wait site, `*` the call that may sleep.", ""]
+		L += ["Sleeping chain:", ""]
+		for i, hop in enumerate(r["chain"]):
+			loc = r["chain_locs"][i] if i < len(r.get("chain_locs", [])) else ""
+			L.append("%d. `%s` at `%s`" % (i + 1, hop, loc))
+		L += ["", "Why it matters: " + warning_text(r).replace("\n", " "), "",
+		      "Confidence: **%s** - %s." % (r["confidence"], r["confidence_reason"]), "",
+		      "Suggested fix: " + suggested_fix(r), ""]
+		fx = r.get("fix") or {}
+		if fx.get("status") == "patch":
+			s = series.get(r["fingerprint"], {})
+			L += ["Generated patch (%s%s):" % (r["patch_status"], (", checkpatch: " + s["checkpatch"]) if s else ""),
+			      "", "```diff", fx["diff"].rstrip(), "```", ""]
+		L += ["Reproduce: `make coccicheck MODE=report KDIR=%s M=%s`" % (kshown, os.path.dirname(r["file"])), "", "---", ""]
+	return "\n".join(L)
+
+
+def main(argv):
+	ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+	ap.add_argument("--kdir", required=True)
+	ap.add_argument("--m", default="")
+	ap.add_argument("--out", default="")
+	ap.add_argument("--baseline", default="")
+	ap.add_argument("--series", default="")
+	ap.add_argument("--labels", default="")
+	ap.add_argument("--json", default="")
+	ap.add_argument("--spflags", default="")
+	ap.add_argument("--kdir-shown", dest="kdir_shown", default="", help="how to write KDIR in the reports")
+	ap.add_argument("-j", "--jobs", type=int, default=0)
+	a = ap.parse_args(argv)
+	if a.jobs <= 0:
+		a.jobs = os.cpu_count() or 1
+	try:
+		return build(a)
+	except UserError as e:
+		log("error: %s" % e)
+		return 2
+	except (OSError, ValueError, KeyError) as e:
+		log("error: %s" % e)
+		return 2
+
+
+if __name__ == "__main__":
+	sys.exit(main(sys.argv[1:]))
