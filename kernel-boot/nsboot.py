@@ -405,7 +405,7 @@ def make_parser() -> argparse.ArgumentParser:
 	"""The nsboot.py argument parser."""
 	ap = argparse.ArgumentParser(prog='nsboot.py', description=__doc__.split('\n\n')[0],
 				     formatter_class=argparse.RawDescriptionHelpFormatter)
-	sub = ap.add_subparsers(dest='subcommand', metavar='{run,config,build,exec,parse,proof}')
+	sub = ap.add_subparsers(dest='subcommand', metavar='{run,config,build,exec,parse,proof,boottest}')
 	run = sub.add_parser('run', help='config + build + exec + parse')
 	add_common_opts(run)
 	add_build_opts(run)
@@ -425,6 +425,13 @@ def make_parser() -> argparse.ArgumentParser:
 	add_exec_opts(prf)
 	prf.add_argument('--out', help='where to keep after.c, the diff and both JSON results '
 			 '(default: <cache>/kernel-boot/proof)')
+	bt = sub.add_parser('boottest', help='build and boot each patch of a make fixes series')
+	bt.add_argument('--patches', required=True, help='the OUT directory of make fixes (series.json)')
+	bt.add_argument('--kdir', default=nsboot_kernel.default_kdir(), help='kernel tree, only read')
+	bt.add_argument('--only', help='only patches whose unit or file name contains this')
+	bt.add_argument('--max', type=int, default=0, help='at most this many patches')
+	bt.add_argument('--timeout', type=float, default=900, help='hard timeout per boot in seconds')
+	bt.add_argument('--jobs', '-j', type=int, default=2)
 	prs = sub.add_parser('parse', help='parse a saved console log (a file, or stdin)')
 	prs.add_argument('file', nargs='?', help='console log; stdin if absent or -')
 	prs.add_argument('--json', dest='json_path', help='write the results as JSON here')
@@ -450,6 +457,9 @@ def main(argv: Sequence[str]) -> int:
 			print_boot(r.boot)
 		return finish(results, ns.json_path)
 
+	if ns.subcommand == 'boottest':
+		import nsboot_boottest
+		return nsboot_boottest.main(ns)
 	if ns.subcommand == 'proof':
 		import nsboot_proof
 		return nsboot_proof.main(ns)

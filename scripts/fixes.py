@@ -710,7 +710,9 @@ def retest(out):
 				e["tested_text"] = new
 				fp0 = e["fingerprints"][0]
 				if fp0 in results:
-					e["test_status"] = results[fp0].get("status", e["test_status"])
+					st = results[fp0].get("status", "")
+					e["test_status"] = "booted, not exercised" if st == "ok" else (st or e["test_status"])
+					e["boottest"] = results[fp0]
 				n += 1
 	with open(sp + ".tmp", "w") as f:
 		json.dump(man, f, indent=1)

@@ -247,6 +247,8 @@ def build(a):
 			bd = json.load(f)
 		base = {r["fingerprint"]: r for r in (bd["findings"] if isinstance(bd, dict) else bd)}
 	series = {}
+	if not a.series and os.path.isfile(os.path.join(TOP, "reports", "fixes", tid, "series.json")):
+		a.series = os.path.join(TOP, "reports", "fixes", tid)
 	if a.series:
 		sp = os.path.join(a.series, "series.json")
 		if not os.path.isfile(sp):
