@@ -458,6 +458,11 @@ def compile_objects(files, verbose):
 				errs = [l for l in out.splitlines() if ": error:" in l or "Error " in l or ": warning:" in l]
 				msgs.append("%s does not compile:\n%s" % (o, "\n".join(errs[-20:]) or tail(out, 20)))
 			continue
+		src = os.path.join(SRC, o[:-2] + ".c")
+		if not re.search(r"^\s*CHECK\s+%s$" % re.escape(src), out, re.M):
+			ok = False
+			msgs.append("%s: compiled, but sparse did not check %s (no CHECK line)" % (o, src))
+			continue
 		n = 0
 		for line in out.splitlines():
 			m = CHECK_LINE.match(line)
@@ -719,7 +724,9 @@ def main(argv):
 		fresh = scratch.ensure()
 		build_error = ""
 		if not a.fast:
-			real = [c for c in cases if not c.error]
+			# the config has every fixture's symbols, whatever --only
+			# selects, so that the build directory is not reconfigured
+			real = [c for c in load_cases() if not c.error]
 			build_error, ptimes = prepare_build(real, fresh, a.verbose)
 			times.update(ptimes)
 			for k, v in ptimes.items():
