@@ -277,6 +277,16 @@ class SplatParser:
 			cur.lines.append(line)
 			self._close()
 			return
+		if cur is not None and cur.kind == 'warning' and DO_NOT_CALL_SHORT in line:
+			# another printk (a device probe, say) came between the cut
+			# line and the WARN's message: the message still names it
+			m = DO_NOT_CALL.search(line)
+			cur.kind = 'blocking_ops'
+			cur.headline = DO_NOT_CALL_SHORT
+			cur.message = line
+			if m:
+				cur.set_at = m.group(2)
+			self._after_cut = False
 		if self._after_cut and cur is not None:
 			self._after_cut = False
 			if not (WARNING_CPU.match(line) or KERNEL_BUG.match(line)):

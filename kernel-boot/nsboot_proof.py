@@ -151,7 +151,7 @@ def compare(der: dict, before: dict, after: dict) -> List[Tuple[str, bool, str]]
 			n = len([s for s in tb.get(case, {}).get('splats', []) if SPLAT in s])
 		checks.append(('before/%s/warns' % case, n >= 1, '%d "%s" splat(s)' % (n, SPLAT)))
 		st = ta.get(case, {}).get('status', 'missing')
-		checks.append(('after/%s' % case, st == 'PASS' and not ta.get(case, {}).get('splats'),
+		checks.append(('after/%s' % case, st in ('PASS', 'SUCCESS') and not ta.get(case, {}).get('splats'),
 			       'status %s, splats %s' % (st, ta.get(case, {}).get('splats', []))))
 	checks.append(('after/no-splat', not asplats, '%d splats: %s' % (
 		len(asplats), '; '.join(s.get('title', '') for s in asplats[:5]))))
@@ -159,11 +159,11 @@ def compare(der: dict, before: dict, after: dict) -> List[Tuple[str, bool, str]]
 		name = 'stress_' + case
 		st = ta.get(name, {}).get('status', 'missing')
 		diag = '; '.join(ta.get(name, {}).get('diagnostics', [])[-2:])
-		checks.append(('after/%s' % name, st == 'PASS', 'status %s %s' % (st, diag)))
+		checks.append(('after/%s' % name, st in ('PASS', 'SUCCESS'), 'status %s %s' % (st, diag)))
 	for case in SEMANTICS:
 		sb = tb.get(case, {}).get('status', 'missing')
 		sa = ta.get(case, {}).get('status', 'missing')
-		checks.append(('same/%s' % case, sb == sa == 'PASS', 'before %s, after %s' % (sb, sa)))
+		checks.append(('same/%s' % case, sb == sa and sa in ('PASS', 'SUCCESS'), 'before %s, after %s' % (sb, sa)))
 	return checks
 
 

@@ -106,6 +106,14 @@ class RealLogTest(unittest.TestCase):
 			self.assertEqual(len(t.splats), want, name)
 			self.assertEqual(len(t.expect_splats), want, name)
 
+	def test_interleaved_printk(self) -> None:
+		# seen in a real boot: the mouse probe printed between the cut
+		# line and the WARN message; the splat is still the nested sleep
+		r = parse('derived_interleaved_probe.log')
+		self.assertEqual(r.splat_counts(), {SPLAT: 22})
+		self.assertFalse(r.unexpected_splats())
+		self.assertEqual(r.status, Status.SUCCESS, r.reason)
+
 	def test_splat_details(self) -> None:
 		by_test = {s.test: s for s in self.r.splats}
 		s = by_test['wait_event']
@@ -173,6 +181,7 @@ class GoldenStatusTest(unittest.TestCase):
 		('no_init.log', Status.BOOT_FAILURE, 'kernel panic: No working init found.'),
 		('ktap_nested.log', Status.TEST_FAILURE, '1 failed, 0 crashed: wait_event_timeout'),
 		('real_before_tcg.log', Status.SUCCESS, 'Ran 23 tests: passed: 23'),
+		('derived_interleaved_probe.log', Status.SUCCESS, 'Ran 23 tests: passed: 23'),
 		('real_before_lockdep_tcg.log', Status.SUCCESS, 'Ran 23 tests: passed: 23'),
 		('real_plain_boot_tcg.log', Status.SUCCESS, 'booted to init and shut down'),
 	)
