@@ -218,7 +218,10 @@ class Scratch:
 			except (OSError, ValueError):
 				have = None
 		if have == want and os.path.isfile(os.path.join(SRC, "Makefile")):
-			self.restore()
+			also = []
+			for c in load_cases():
+				also += c.files
+			self.restore(also=also)
 			return False
 		if os.path.isdir(SRC):
 			diag("the scratch tree is stale (%s changed): making it again" % self.kdir)
@@ -277,10 +280,21 @@ class Scratch:
 				raise Fatal("the cached tree's %s changed while it was patched in the scratch copy; "
 					    "unpack it again (make setup)" % f)
 
-	def restore(self):
+	def restore(self, also=()):
 		"""Put back the cached tree's content of every changed file, as a
-		new inode with a new mtime (so make rebuilds its objects)."""
-		for f in self.dirty():
+		new inode with a new mtime (so make rebuilds its objects).  The
+		files in also are put back too when they differ from the cached
+		tree, whatever dirty.json says (it may have been lost)."""
+		todo = self.dirty()
+		for f in also:
+			src = os.path.join(self.kdir, f)
+			dst = os.path.join(SRC, f)
+			if f in todo or not os.path.isfile(src):
+				continue
+			if not os.path.isfile(dst) or (not os.path.samefile(src, dst) and sha1_file(src) != sha1_file(dst)):
+				diag("%s differs from the cached tree, but dirty.json does not list it: put back" % f)
+				todo.append(f)
+		for f in todo:
 			src = os.path.join(self.kdir, f)
 			dst = os.path.join(SRC, f)
 			for junk in (dst + ".orig", dst + ".rej"):
@@ -528,7 +542,7 @@ def run_case(case, ktap, scratch, build_error, fast, verbose, keep, times):
 		skip_rest("bad fixture")
 		return
 	diag("%s: %s in %s() of %s; reverts %s" % (case.name, case.kind, case.function, case.file, case.reverts))
-	scratch.restore()
+	scratch.restore(also=case.files)
 	t0 = time.time()
 	try:
 		# applies
