@@ -19,8 +19,17 @@ def read(p):
 
 
 class TriageTest(unittest.TestCase):
+	_ready = False
+
+	def setUp(self):
+		# make check runs each test on its own (no setUpClass): build the
+		# shared report set once, on first use
+		if not TriageTest._ready:
+			TriageTest.build()
+			TriageTest._ready = True
+
 	@classmethod
-	def setUpClass(cls):
+	def build(cls):
 		cls.tmp = tempfile.mkdtemp(prefix="nestsleep-triage-test-")
 		cls.kdir = os.path.join(cls.tmp, "tree")
 		os.makedirs(os.path.join(cls.kdir, "drivers", "dev"))
@@ -35,7 +44,8 @@ class TriageTest(unittest.TestCase):
 
 	@classmethod
 	def tearDownClass(cls):
-		shutil.rmtree(cls.tmp, ignore_errors=True)
+		if cls._ready:
+			shutil.rmtree(cls.tmp, ignore_errors=True)
 
 	@classmethod
 	def triage(cls, extra):
