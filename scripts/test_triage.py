@@ -52,7 +52,7 @@ class TriageTest(unittest.TestCase):
 		return subprocess.run(["/usr/bin/python3", os.path.join(TOP, "scripts", "triage.py"), "--kdir", cls.kdir,
 				       "-j", "2"] + extra, capture_output=True, text=True, env=cls.env, timeout=600)
 
-	def test_report_set(self):
+	def test_triage_report_set(self):
 		self.assertEqual(self.r.returncode, 0, self.r.stderr)
 		for n in ("index.md", "findings.json", "findings.sarif"):
 			self.assertTrue(os.path.isfile(os.path.join(self.out, n)), n)
@@ -73,7 +73,7 @@ class TriageTest(unittest.TestCase):
 		self.assertIn("do not call blocking ops when !TASK_RUNNING", md)
 		self.assertIn("spinlock", md)
 
-	def test_sarif_schema(self):
+	def test_triage_sarif_schema(self):
 		try:
 			import jsonschema
 		except ImportError:
@@ -89,7 +89,7 @@ class TriageTest(unittest.TestCase):
 		self.assertIn("nestsleep/v1", r0["partialFingerprints"])
 		self.assertGreaterEqual(r0["locations"][0]["physicalLocation"]["region"]["startLine"], 1)
 
-	def test_baseline_and_labels(self):
+	def test_triage_baseline_and_labels(self):
 		data = json.loads(read(os.path.join(self.out, "findings.json")))
 		# an older run: one finding fewer, and one that has gone since
 		old = dict(data)
@@ -122,7 +122,7 @@ class TriageTest(unittest.TestCase):
 		sarif = json.loads(read(os.path.join(out2, "findings.sarif")))
 		self.assertEqual(sum(1 for x in sarif["runs"][0]["results"] if x.get("baselineState") == "new"), 1)
 
-	def test_bad_label(self):
+	def test_triage_bad_label(self):
 		lp = os.path.join(self.tmp, "bad-labels.json")
 		with open(lp, "w") as f:
 			json.dump({"labels": {"abc": {"verdict": "maybe"}}}, f)
@@ -131,7 +131,7 @@ class TriageTest(unittest.TestCase):
 		self.assertIn("verdict must be one of", r.stderr)
 		self.assertNotIn("Traceback", r.stderr)
 
-	def test_no_tree(self):
+	def test_triage_no_tree(self):
 		r = subprocess.run(["/usr/bin/python3", os.path.join(TOP, "scripts", "triage.py"), "--kdir",
 				    os.path.join(self.tmp, "nope")], capture_output=True, text=True)
 		self.assertEqual(r.returncode, 2)
