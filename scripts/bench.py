@@ -30,23 +30,8 @@ import time
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = "/usr/bin/python3"
 
-
-def tree_id(kdir):
-	"""linux-VERSION.PATCHLEVEL.SUBLEVEL[-git describe], as make triage names it."""
-	vals = {}
-	with open(os.path.join(kdir, "Makefile")) as f:
-		for line in f:
-			m = re.match(r"(VERSION|PATCHLEVEL|SUBLEVEL)\s*=\s*(\d*)", line)
-			if m:
-				vals[m.group(1)] = m.group(2) or "0"
-			if len(vals) == 3:
-				break
-	tid = "linux-%s.%s.%s" % (vals.get("VERSION", "0"), vals.get("PATCHLEVEL", "0"), vals.get("SUBLEVEL", "0"))
-	if os.path.isdir(os.path.join(kdir, ".git")):
-		r = subprocess.run(["git", "-C", kdir, "describe", "--always"], capture_output=True, text=True)
-		if r.returncode == 0 and r.stdout.strip():
-			tid += "-" + r.stdout.strip()
-	return tid
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from treeid import tree_id  # noqa: E402
 
 
 def timed(name, cmd, env=None, cwd=None, log=None):

@@ -33,7 +33,7 @@ import tempfile
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "scripts"))
-import bench  # noqa: E402
+import treeid  # noqa: E402
 import fixes  # noqa: E402
 
 PY = "/usr/bin/python3"
@@ -229,7 +229,7 @@ def build(a):
 	kdir = os.path.realpath(a.kdir)
 	if not os.path.isfile(os.path.join(kdir, "Makefile")):
 		raise UserError("no kernel tree at KDIR=%s" % a.kdir)
-	tid = bench.tree_id(kdir)
+	tid = treeid.tree_id(kdir)
 	out = os.path.abspath(a.out or os.path.join(TOP, "reports", tid))
 	labels_path = a.labels or os.path.join(TOP, "reports", "labels", tid + ".json")
 	data = load(a)
