@@ -34,7 +34,7 @@ def clean_env(home):
 
 
 class PrefixTest(unittest.TestCase):
-	def test_seed_prefixes(self):
+	def test_fixes_seed_prefixes(self):
 		self.assertEqual(fixes.path_prefix("net/bluetooth/hidp/core.c"), "Bluetooth: hidp:")
 		self.assertEqual(fixes.path_prefix("net/bluetooth/cmtp/capi.c"), "Bluetooth: cmtp:")
 		self.assertEqual(fixes.path_prefix("drivers/md/raid5.c"), "md/raid5:")
@@ -43,12 +43,12 @@ class PrefixTest(unittest.TestCase):
 		self.assertEqual(fixes.path_prefix("drivers/vfio/vfio.c"), "vfio:")
 		self.assertEqual(fixes.path_prefix("drivers/virtio/virtio_balloon.c"), "virtio-balloon:")
 
-	def test_fallbacks(self):
+	def test_fixes_fallbacks(self):
 		self.assertEqual(fixes.path_prefix("drivers/media/pci/saa7164/saa7164-vbi.c"), "media: saa7164:")
 		self.assertEqual(fixes.path_prefix("drivers/staging/pi433/pi433_if.c"), "staging: pi433:")
 		self.assertEqual(fixes.path_prefix("net/sctp/socket.c"), "net: sctp:")
 
-	def test_git_prefix(self):
+	def test_fixes_git_prefix(self):
 		tmp = tempfile.mkdtemp()
 		try:
 			env = clean_env(tmp)
@@ -78,23 +78,23 @@ class KconfigTest(unittest.TestCase):
 				f.write(text)
 		return tmp
 
-	def test_direct_and_parents(self):
+	def test_fixes_direct_and_parents(self):
 		t = self.tree({"drivers/Makefile": "obj-$(CONFIG_FOO_BUS) += foo/\n",
 			       "drivers/foo/Makefile": "obj-$(CONFIG_FOO) += a.o b.o \\\n\tc.o\n",
 			       "drivers/foo/c.c": ""})
 		self.assertEqual(fixes.kconfig_symbols(t, "drivers/foo/c.c"), ["CONFIG_FOO", "CONFIG_FOO_BUS"])
 
-	def test_composite(self):
+	def test_fixes_composite(self):
 		t = self.tree({"drivers/bar/Makefile": "obj-$(CONFIG_BAR) += bar.o\nbar-y := core.o\n"
 							 "bar-$(CONFIG_BAR_EXTRA) += extra.o\n"})
 		self.assertEqual(fixes.kconfig_symbols(t, "drivers/bar/core.c"), ["CONFIG_BAR"])
 		self.assertEqual(fixes.kconfig_symbols(t, "drivers/bar/extra.c"), ["CONFIG_BAR_EXTRA", "CONFIG_BAR"])
 
-	def test_subdir_without_makefile(self):
+	def test_fixes_subdir_without_makefile(self):
 		t = self.tree({"drivers/nfp/Makefile": "obj-$(CONFIG_NFP) += nfp.o\nnfp-objs := core/x.o\n"})
 		self.assertEqual(fixes.kconfig_symbols(t, "drivers/nfp/core/x.c"), ["CONFIG_NFP"])
 
-	def test_always_built(self):
+	def test_fixes_always_built(self):
 		t = self.tree({"kernel/Makefile": "obj-y += sched.o\n"})
 		self.assertEqual(fixes.kconfig_symbols(t, "kernel/sched.c"), [])
 
@@ -115,7 +115,7 @@ F:	*
 F:	*/
 """
 
-	def test_most_specific(self):
+	def test_fixes_most_specific(self):
 		secs = fixes.parse_sections(self.TEXT)
 		self.assertEqual([s["name"] for s in secs][:2], ["MEDIA INPUT INFRASTRUCTURE (V4L/DVB)",
 								  "SAA7164 VIDEO4LINUX DRIVER"])
@@ -127,14 +127,14 @@ F:	*/
 
 
 class TextTest(unittest.TestCase):
-	def test_chain_lines_wrap(self):
+	def test_fixes_chain_lines_wrap(self):
 		c = fixes.chain_text(["check_locality", "tpm_tis_read8", "data->phy_ops->read_bytes=tpm_tis_i2c_read_bytes",
 				      "usleep_range"])
 		out = fixes.chain_lines(c)
 		self.assertIn("(through data->phy_ops->read_bytes)", out)
 		self.assertTrue(all(len(x) <= 72 for x in out.splitlines()), out)
 
-	def test_diffstat(self):
+	def test_fixes_diffstat(self):
 		d = "--- a/x.c\n+++ b/x.c\n@@ -1,2 +1,2 @@\n-a\n+b\n+c\n"
 		self.assertIn("1 file changed, 2 insertions(+), 1 deletion(-)", fixes.diffstat(d))
 
@@ -156,20 +156,20 @@ class SeriesTest(unittest.TestCase):
 				       "-j", "2"] + list(extra), capture_output=True, text=True, env=self.env, cwd=self.tmp,
 				      timeout=300)
 
-	def test_out_required(self):
+	def test_fixes_out_required(self):
 		r = self.run_fixes()
 		self.assertEqual(r.returncode, 2)
 		self.assertIn("OUT= is required", r.stderr)
 		self.assertNotIn("Traceback", r.stderr)
 
-	def test_no_tree(self):
+	def test_fixes_no_tree(self):
 		r = subprocess.run(["/usr/bin/python3", os.path.join(TOP, "scripts", "fixes.py"), "--kdir",
 				    os.path.join(self.tmp, "nope"), "--out", os.path.join(self.tmp, "o")],
 				   capture_output=True, text=True, env=self.env)
 		self.assertEqual(r.returncode, 2)
 		self.assertIn("no kernel tree", r.stderr)
 
-	def test_series(self):
+	def test_fixes_series(self):
 		out = os.path.join(self.tmp, "out")
 		r = self.run_fixes("--out", out)
 		self.assertEqual(r.returncode, 0, r.stderr)
@@ -200,7 +200,7 @@ class SeriesTest(unittest.TestCase):
 			self.assertTrue(p["subject"].startswith("core: fix nested sleep in "), p["subject"])
 		self.assertFalse(os.path.exists(out + ".tmp"))
 
-	def test_signoff_and_checkpatch(self):
+	def test_fixes_signoff_and_checkpatch(self):
 		if not os.path.isfile(os.path.join(KTREE, "scripts", "checkpatch.pl")):
 			self.skipTest("no 6.1 tree for checkpatch.pl")
 		shutil.copytree(os.path.join(KTREE, "scripts"), os.path.join(self.kdir, "scripts"),
