@@ -1055,16 +1055,20 @@ class Fixer:
 			raise Refuse("manual", "no schedule() between %s() and the end of the loop" % what)
 		return n
 
+	def loop_site(self, f):
+		"""(rel, text, source, mask, body open, body close) of the function
+		that holds an open-coded wait loop."""
+		rel = f["file"]
+		ft = self.text(rel)
+		o, c = function_body(ft.m, ft.offset(f["line"], f["col"]))
+		if o < 0:
+			raise Refuse("manual", "cannot find the enclosing function")
+		return rel, ft, ft.t, ft.m, o, c
+
 	# -- prepare_to_wait loops -----------------------------------------------
 
 	def plan_prepare_to_wait(self, f, u):
-		rel = f["file"]
-		ft = self.text(rel)
-		t, m = ft.t, ft.m
-		pos = ft.offset(f["line"], f["col"])
-		o, c = function_body(m, pos)
-		if o < 0:
-			raise Refuse("manual", "cannot find the enclosing function")
+		rel, ft, t, m, o, c = self.loop_site(f)
 		if f["primitive"] == "prepare_to_wait_event":
 			raise Refuse("manual", "prepare_to_wait_event() returns the signal state; convert by hand")
 		preps = self.calls_in(ft, o, c, ["prepare_to_wait", "prepare_to_wait_exclusive", "prepare_to_wait_event"])
@@ -1176,13 +1180,7 @@ class Fixer:
 	# -- set_current_state loops ---------------------------------------------
 
 	def plan_set_current_state(self, f, u):
-		rel = f["file"]
-		ft = self.text(rel)
-		t, m = ft.t, ft.m
-		pos = ft.offset(f["line"], f["col"])
-		o, c = function_body(m, pos)
-		if o < 0:
-			raise Refuse("manual", "cannot find the enclosing function")
+		rel, ft, t, m, o, c = self.loop_site(f)
 		setters = []
 		for name, p, po, pc in self.calls_in(ft, o, c, ["set_current_state", "__set_current_state"]):
 			st = flat(t, m, po + 1, pc)
@@ -1280,7 +1278,7 @@ class Fixer:
 		of the queue q.  Any waker that cannot be converted stops the patch:
 		a half-converted loop loses wakeups."""
 		rel = f["file"]
-		t, m = ft.t, ft.m
+		m = ft.m
 		if self.facts is None or self.tree is None:
 			raise Refuse("manual", "no tree facts to search the wakers with")
 		fname, fn = self.func_at(rel, o)
@@ -1335,7 +1333,6 @@ class Fixer:
 			for wm in rxw.finditer(wt.m):
 				po = wm.end() - 1
 				pc = match_close(wt.m, po)
-				arg = flat(wt.t, wt.m, po + 1, pc)
 				args = [flat(wt.t, wt.m, x, y) for x, y in split_top(wt.m, po + 1, pc)]
 				am = re.match(r"^([A-Za-z_]\w*)\s*->\s*%s$" % re.escape(member), args[0] or "")
 				wf, wfn = self.func_at(r, wm.start())

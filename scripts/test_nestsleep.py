@@ -1,7 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Unit tests for nestsleep's driver, fact extractor and knowledge base."""
 
-import json
 import os
 import subprocess
 import sys
