@@ -33,6 +33,12 @@
 //# sleeping condition is a sleep in atomic context, which wait_woken() does
 //# not fix, and is reported as such.
 //#
+//# spatch 1.1.1 cannot parse the cleanup.h guards (6.5+) and drops a whole
+//# function that uses scoped_guard().  Pass --macro-file
+//# cocci/nestsleep.macros.h (nestsleep's driver does): it keeps such
+//# functions, but a mutex scoped_guard() written directly in a wait window
+//# is then not seen; one in a helper is.
+//#
 //# This rule has no patch mode of its own: the rewrite needs the wakers,
 //# which may live in other files.  nestsleep's "make coccicheck MODE=patch"
 //# (scripts/fixer.py) rewrites the sites this rule finds.  Its patches may be

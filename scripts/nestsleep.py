@@ -858,6 +858,11 @@ def check_inputs(a):
 	if not os.path.isfile(cocci):
 		raise UserError("COCCI=%s: no such rule file" % a.cocci)
 	a.cocci = os.path.abspath(cocci)
+	# parsing hints that live beside the rule (scoped_guard and friends):
+	# without them spatch 1.1.1 drops every function that uses a guard
+	hints = os.path.join(os.path.dirname(a.cocci), "nestsleep.macros.h")
+	if _is_nestsleep_rule(a.cocci) and os.path.isfile(hints) and "--macro-file" not in a.spflags:
+		a.spflags = ["--macro-file", hints] + a.spflags
 	ext = []
 	if a.m:
 		if os.path.isabs(a.m):
@@ -1002,7 +1007,7 @@ def analyse(a, ext):
 				json.dump(val, f, sort_keys=True)
 		with open(a.cocci, "rb") as f:
 			base = sha1(f.read() + json.dumps(waiters, sort_keys=True).encode() + json.dumps(sorted(carriers)).encode()
-				    + " ".join(a.spflags).encode())[:16]
+				    + _flags_key(a.spflags))[:16]
 		wset = set(window)
 
 		def rulekey(rel):
@@ -1276,6 +1281,23 @@ def main(argv):
 		len(findings), cov["files"], cov["parsed"], len(cov["failed"]), len(cov["timeout"]), times["total"],
 		", ".join("%s %.1fs" % (k, v) for k, v in times.items() if k != "total")))
 	return 0
+
+
+def _flags_key(spflags):
+	"""The spatch flags as the match cache sees them: a --macro-file by its
+	content, not by its path, so that two checkouts share the cache."""
+	out, skip = [], False
+	for i, v in enumerate(spflags):
+		if skip:
+			skip = False
+			continue
+		if v == "--macro-file" and i + 1 < len(spflags) and os.path.isfile(spflags[i + 1]):
+			with open(spflags[i + 1], "rb") as f:
+				out.append("--macro-file=" + sha1(f.read()))
+			skip = True
+		else:
+			out.append(v)
+	return " ".join(out).encode()
 
 
 def _is_nestsleep_rule(path):
