@@ -432,6 +432,8 @@ def make_parser() -> argparse.ArgumentParser:
 	bt.add_argument('--max', type=int, default=0, help='at most this many patches')
 	bt.add_argument('--timeout', type=float, default=900, help='hard timeout per boot in seconds')
 	bt.add_argument('--jobs', '-j', type=int, default=2)
+	bt.add_argument('--no-share', dest='share', action='store_false',
+			help='one configuration per group of patches with the same symbols, not one shared')
 	prs = sub.add_parser('parse', help='parse a saved console log (a file, or stdin)')
 	prs.add_argument('file', nargs='?', help='console log; stdin if absent or -')
 	prs.add_argument('--json', dest='json_path', help='write the results as JSON here')

@@ -389,6 +389,15 @@ class KconfigTree:
 		self._seen: set = set()
 		self._parse(os.path.join(srctree, 'Kconfig'), [])
 
+	def dir_size(self, origin: str) -> int:
+		"""How many .c files the directory of a Kconfig entry holds: a
+		rough build cost, to prefer a small driver as a selector."""
+		d = os.path.join(self.srctree, os.path.dirname(origin.split(':')[0]))
+		n = 0
+		for _, _, files in os.walk(d):
+			n += sum(1 for f in files if f.endswith('.c'))
+		return n
+
 	def _expand(self, path: str) -> str:
 		return path.replace('$(SRCARCH)', self.srcarch).replace('$(ARCH)', self.srcarch)
 
@@ -623,3 +632,147 @@ def fragment_names(paths: Iterable[str]) -> str:
 		b = os.path.basename(p)
 		names.append(b[:-len('.config')] if b.endswith('.config') else b)
 	return '+'.join(names) or 'none'
+
+
+# ---------------------------------------------------------------------------
+# Resolving the symbols a patched file needs
+
+def _leaves(t: tuple) -> List[str]:
+	"""The symbols an expression needs on; '!' for a part no symbol can meet."""
+	if t[0] == 'and':
+		return _leaves(t[1]) + _leaves(t[2])
+	if t[0] == 'or':
+		return ['!']	# nested choices: not followed
+	if t[0] == 'not':
+		return ['!']
+	if t[0] == 'cmp':
+		return [t[2]] if (t[1] == '!=' and t[3] == 'n') or (t[1] == '=' and t[3] == 'y') else ['!']
+	return [t[1]]
+
+
+def feasible(tree: 'KconfigTree', name: str, values: Dict[str, str], depth: int = 3) -> bool:
+	"""Whether name could be turned on here, looking depth levels down:
+	it exists on this architecture, and its dependencies (or, without a
+	prompt, one of its selectors) could be met."""
+	if values.get(name) == 'y':
+		return True
+	defs = tree.symbols.get(name)
+	if not defs:
+		return False
+	if depth <= 0:
+		return True
+	prompted = [d for d in defs if d.prompt]
+	if not prompted:
+		return any(feasible(tree, s, values, depth - 1) for s, _ in tree.selected_by.get(name, []))
+	for d in prompted:
+		terms = d.all_depends() + d.prompt_if
+		if not terms:
+			return True
+		t = _Expr(' && '.join(f'({x})' for x in terms)).tree
+		if _eval(t, values) >= 2 or _feasible_expr(tree, t, values, depth - 1):
+			return True
+	return False
+
+
+def _feasible_expr(tree: 'KconfigTree', t: tuple, values: Dict[str, str], depth: int) -> bool:
+	if _eval(t, values) >= 2:
+		return True
+	if t[0] == 'and':
+		return _feasible_expr(tree, t[1], values, depth) and _feasible_expr(tree, t[2], values, depth)
+	if t[0] == 'or':
+		return _feasible_expr(tree, t[1], values, depth) or _feasible_expr(tree, t[2], values, depth)
+	return all(x != '!' and feasible(tree, x, values, depth) for x in _leaves(t))
+
+
+def _choose_alternative(tree: 'KconfigTree', alts: List[tuple], values: Dict[str, str]) -> Optional[tuple]:
+	"""Of the branches of an 'a || b' that is not met, the one to turn on:
+	the first whose symbols could be turned on on this architecture,
+	COMPILE_TEST last (it builds more than it boots)."""
+	good = [a for a in alts if _feasible_expr(tree, a, values, 3)]
+	good.sort(key=lambda a: 'COMPILE_TEST' in _leaves(a))
+	return good[0] if good else None
+
+
+def _flatten_or(t: tuple) -> List[tuple]:
+	return _flatten_or(t[1]) + _flatten_or(t[2]) if t[0] == 'or' else [t]
+
+
+def _needs(tree: 'KconfigTree', t: tuple, values: Dict[str, str], out: List[str], why: List[str]) -> None:
+	"""Add to out the symbols that would make expression t y."""
+	if _eval(t, values) >= 2:
+		return
+	kind = t[0]
+	if kind == 'and':
+		_needs(tree, t[1], values, out, why)
+		_needs(tree, t[2], values, out, why)
+	elif kind == 'or':
+		alt = _choose_alternative(tree, _flatten_or(t), values)
+		if alt is None:
+			why.append(f'none of ({_render(t)}) exists on {tree.srcarch}')
+		else:
+			_needs(tree, alt, values, out, why)
+	elif kind == 'cmp' and ((t[1] == '!=' and t[3] == 'n') or (t[1] == '=' and t[3] == 'y')):
+		_needs(tree, ('sym', t[2]), values, out, why)
+	elif kind == 'sym' and t[1] in tree.symbols:
+		out.append(t[1])
+	else:
+		why.append(f'{_render(t)} cannot be met by turning a symbol on')
+
+
+def resolve_step(tree: 'KconfigTree', wanted: Sequence[str], values: Dict[str, str]) -> Tuple[List[str], List[str]]:
+	"""One round of dependency resolution against a generated .config.
+
+	For each wanted symbol that is not y in values: its unmet 'depends on'
+	(and prompt 'if') terms, or, for a symbol without a prompt, a symbol
+	that selects it.  Returns (symbols to add, reasons nothing can be
+	added).  Run it again on the next .config until nothing is added:
+	Kconfig itself decides, this only proposes.
+	"""
+	add: List[str] = []
+	why: List[str] = []
+	for name in wanted:
+		if values.get(name) == 'y':
+			continue
+		defs = tree.symbols.get(name)
+		if not defs:
+			why.append(f'{name}: no such symbol in {tree.srcarch} Kconfig')
+			continue
+		prompted = [d for d in defs if d.prompt]
+		if not prompted:
+			sels = [(s, c) for s, c in tree.selected_by.get(name, [])
+				if s in tree.symbols and any(d.prompt for d in tree.symbols[s])]
+			if not sels:
+				why.append(f'{name}: no prompt and nothing selects it')
+				continue
+			if any(values.get(s) == 'y' for s, _ in sels):
+				d = defs[0]
+			else:
+				# the selector that is cheapest to turn on here: no
+				# symbol of another architecture, no COMPILE_TEST, few
+				# dependencies, then the name closest to the symbol's
+				def cost(sc: Tuple[str, str]) -> Tuple[int, int, int, str]:
+					d0 = [d for d in tree.symbols[sc[0]] if d.prompt][0]
+					deps = [x for x in d0.all_depends() + d0.prompt_if]
+					need: List[str] = []
+					bad: List[str] = []
+					if deps:
+						_needs(tree, _Expr(' && '.join(f'({x})' for x in deps)).tree, values, need, bad)
+					common = len(os.path.commonprefix([sc[0][::-1], name[::-1]]))
+					return (100 * len(bad) + 10 * ('COMPILE_TEST' in need) + len(need)
+						+ tree.dir_size(d0.origin) // 20, -common, len(sc[0]), sc[0])
+				add.append(sorted(sels, key=cost)[0][0])
+				continue
+		else:
+			d = prompted[0]
+		terms = [x for x in d.all_depends() + d.prompt_if]
+		if not terms:
+			continue
+		expr = _Expr(' && '.join(f'({x})' for x in terms)).tree
+		mine: List[str] = []
+		sub: List[str] = []
+		_needs(tree, expr, values, mine, sub)
+		add.extend(mine)
+		why.extend(f'{name}: {w}' for w in sub)
+	seen = set()
+	uniq = [s for s in add if not (s in seen or seen.add(s))]
+	return [s for s in uniq if s not in wanted], why

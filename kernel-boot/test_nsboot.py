@@ -479,6 +479,46 @@ class KconfigTreeTest(unittest.TestCase):
 		self.assertEqual(nsboot_config.unmet_terms('A && (C || D)', v), ['one of (C=n || D=n)'])
 
 
+class ResolveTest(unittest.TestCase):
+	"""Proposing the symbols a patched file needs (boottest's config)."""
+
+	def setUp(self) -> None:
+		self.tree = cached('tree', lambda: nsboot_config.KconfigTree(test_data_path('kconfig'), 'x86'))
+		self.values = {'HAS_IOMEM': 'y', 'X86_64': 'y'}
+
+	def step(self, *names: str):
+		return nsboot_config.resolve_step(self.tree, list(names), self.values)
+
+	def test_depends_and_or_prefers_real_over_compile_test(self) -> None:
+		# ISA_BUS needs X86_32, which is not y and has no prompt here:
+		# the choice falls to COMPILE_TEST
+		self.assertEqual(self.step('RADIO_FOO'), (['COMPILE_TEST', 'PCI'], []))
+		self.values['X86_32'] = 'y'
+		self.assertEqual(self.step('RADIO_FOO'), (['ISA_BUS', 'PCI'], []))
+
+	def test_menu_and_if_dependencies(self) -> None:
+		add, why = self.step('MD_RAID456')
+		self.assertEqual(sorted(add), ['BLK_DEV_MD', 'BLOCK', 'MD'])
+		self.assertEqual(why, [])
+
+	def test_promptless_symbol_takes_the_cheapest_selector(self) -> None:
+		# SMALL_GPU needs PCI; BIG_GPU needs PCI and COMPILE_TEST
+		self.assertEqual(self.step('SCHED_LIB'), (['SMALL_GPU'], []))
+		self.values['BIG_GPU'] = 'y'
+		self.assertEqual(self.step('SCHED_LIB'), ([], []))
+
+	def test_other_architecture_is_explained(self) -> None:
+		add, why = self.step('PMAC_ONLY')
+		self.assertEqual(add, [])
+		self.assertEqual(len(why), 1)
+		self.assertIn('PMAC_ONLY: none of ((PPC_PMAC || MAC)) exists on x86', why[0])
+		self.assertIn('no such symbol', self.step('NO_SUCH_DRIVER')[1][0])
+
+	def test_already_on_needs_nothing(self) -> None:
+		self.values.update(PCI='y', COMPILE_TEST='y', RADIO_FOO='y')
+		self.assertEqual(self.step('RADIO_FOO'), ([], []))
+
+
 def read_newc(data: bytes) -> Dict[str, tuple]:
 	"""name -> (mode, data, rdevmajor, rdevminor) from a newc archive."""
 	out = {}
