@@ -146,6 +146,17 @@ def main(ns) -> int:
 		if not os.path.isfile(os.path.join(out, p['patch'])):
 			print('nsboot: boottest: %s is listed in series.json but missing' % p['patch'], file=sys.stderr)
 			return 2
+	# kernel builds use both cores: one at a time, with the other
+	# kernel-building checks of this project (scripts/check_compile.py)
+	import fcntl
+	lock_path = os.path.join(os.path.dirname(cache_root()), 'kbuild.lock')
+	os.makedirs(os.path.dirname(lock_path), exist_ok=True)
+	lockf = open(lock_path, 'w')
+	try:
+		fcntl.flock(lockf, fcntl.LOCK_EX | fcntl.LOCK_NB)
+	except OSError:
+		log('waiting for %s (another kernel build is running)' % lock_path)
+		fcntl.flock(lockf, fcntl.LOCK_EX)
 	scratch = os.path.join(cache_root(), 'boottest-tree')
 	if os.path.isdir(scratch):
 		shutil.rmtree(scratch)
