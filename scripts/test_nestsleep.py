@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Unit tests for nestsleep's driver, fact extractor and knowledge base."""
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -254,6 +256,29 @@ class CliTest(unittest.TestCase):
 			self.assertIn("could not parse: bad.c", r.stderr)
 			self.assertIn("2 files matched, 1 parsed, 1 failed, 0 timed out", r.stderr.splitlines()[-1])
 			self.assertIn("good.c:8:", r.stdout)
+
+	def test_guard_hints_and_function_coverage(self):
+		"""The scoped_guard hints keep guarded functions; the JSON coverage
+		counts them (4 in the fixture), and counts them dropped without."""
+		src = os.path.join(TOP, "fixtures", "report", "scoped_guard.c")
+		with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as c:
+			shutil.copy(src, d)
+			empty = os.path.join(d, "empty.h")
+			open(empty, "w").close()
+			covs = []
+			for extra in ([], ["--spflags", "--macro-file " + empty]):
+				js = os.path.join(c, "out.json")
+				r = self.run_cli("--kdir", d, "--cache", c, "--json", js, *extra)
+				self.assertEqual(r.returncode, 0, r.stderr)
+				with open(js) as f:
+					covs.append((json.load(f)["coverage"], r.stdout.count("WARNING")))
+			(cov, n), (bare, nbare) = covs
+			self.assertEqual((cov["guard_functions"], cov["guard_functions_parsed"]), (4, 4))
+			self.assertEqual(cov["functions_parsed"], cov["functions"])
+			self.assertEqual(n, 3)
+			self.assertEqual((bare["guard_functions"], bare["guard_functions_parsed"]), (4, 0))
+			self.assertIn("scoped_guard.c:sg_wait_in_guarded_function", bare["functions_dropped"])
+			self.assertEqual(nbare, 2)
 
 	def test_empty_tree_runs(self):
 		with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as c:

@@ -316,6 +316,10 @@ def build(a):
 	return 0
 
 
+def pct(a, b):
+	return "%.1f%%" % (100.0 * a / b) if b else "n/a"
+
+
 def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, has_base):
 	L = ["# nestsleep triage report: %s" % tid, ""]
 	L += ["| | |", "|---|---|",
@@ -326,8 +330,20 @@ def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, ha
 	L += ["## Parse coverage", "",
 	      "spatch parsed %s of %s files that hold wait sites; %d failed, %d timed out." % (
 		      cov.get("parsed", "?"), cov.get("files", "?"), len(cov.get("failed", [])), len(cov.get("timeout", []))), ""]
+	if "functions" in cov:
+		L += ["In the parsed files, spatch saw %d of the %d functions that nestsleep's own scanner found "
+		      "(%s); of the %d functions that use `scoped_guard()`/`scoped_cond_guard()`, it saw %d. "
+		      "spatch 1.1.1 cannot parse the guards and drops such a function whole; "
+		      "`cocci/nestsleep.macros.h` is passed with `--macro-file` to keep them." % (
+			      cov["functions_parsed"], cov["functions"], pct(cov["functions_parsed"], cov["functions"]),
+			      cov["guard_functions"], cov["guard_functions_parsed"]), ""]
+		if cov.get("functions_dropped"):
+			L += ["Functions spatch did not parse (first %d): " % min(20, len(cov["functions_dropped"]))
+			      + ", ".join("`%s`" % x for x in cov["functions_dropped"][:20]), ""]
 	if cov.get("failed"):
 		L += ["Could not parse: " + ", ".join("`%s`" % x for x in cov["failed"][:40]), ""]
+	if cov.get("timeout"):
+		L += ["Timed out: " + ", ".join("`%s`" % x for x in cov["timeout"][:40]), ""]
 	by = collections.Counter(r["confidence"] for r in recs)
 	patched = sum(1 for r in recs if (r.get("fix") or {}).get("status") == "patch")
 	L += ["## Summary", "",
