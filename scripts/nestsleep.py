@@ -502,7 +502,9 @@ class Matcher:
 			for rel in todo:
 				r = fresh.get(rel, {"status": "failed", "recs": [], "funcs": []})
 				results[rel] = r
-				self.cache.store(r, "match", self.rulekey(rel), self.tree.sha(rel)[:2], self.tree.sha(rel))
+				# a timeout depends on the machine's load: try again next run
+				if r["status"] != "timeout":
+					self.cache.store(r, "match", self.rulekey(rel), self.tree.sha(rel)[:2], self.tree.sha(rel))
 		for rel, r in results.items():
 			if r["status"] == "timeout":
 				self.timedout.append(rel)
