@@ -47,7 +47,7 @@ BUSYBOX = '/bin/busybox'
 BUSYBOX_APPLETS = ('sh', 'mount', 'umount', 'echo', 'cat', 'insmod', 'rmmod', 'lsmod',
 		   'modprobe', 'reboot', 'poweroff', 'sleep', 'uname', 'dmesg', 'mkdir', 'ls',
 		   'true', 'false', 'test', '[', 'printf', 'grep', 'sed', 'tr', 'sync', 'cp',
-		   'mknod', 'dd', 'wc', 'head', 'tail', 'env', 'date', 'seq')
+		   'mknod', 'dd', 'wc', 'head', 'tail', 'env', 'date', 'seq', 'kill', 'timeout')
 
 
 class ConfigError(Exception):

@@ -731,6 +731,7 @@ class BootResult:
 			'documents': [test_json(d) for d in self.documents],
 			'splats': [{'title': s.title, 'kind': s.kind, 'line': s.first_line,
 				    'test': s.test, 'expected': s.expected, 'message': s.message,
+				    'frames': [f.function for f in s.frames][:32],
 				    **({'set_at': s.set_at} if s.set_at else {})}
 				   for s in self.splats],
 		}

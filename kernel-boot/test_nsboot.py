@@ -15,6 +15,7 @@ import gzip
 import io
 import json
 import os
+import subprocess
 import shutil
 import stat
 import sys
@@ -517,6 +518,61 @@ class ResolveTest(unittest.TestCase):
 	def test_already_on_needs_nothing(self) -> None:
 		self.values.update(PCI='y', COMPILE_TEST='y', RADIO_FOO='y')
 		self.assertEqual(self.step('RADIO_FOO'), ([], []))
+
+
+class BoottestTest(unittest.TestCase):
+	"""The per-patch boot test's exercisers and splat attribution, without QEMU."""
+
+	def setUp(self) -> None:
+		import nsboot_boottest
+		self.bt = nsboot_boottest
+
+	def test_exerciser_headers(self) -> None:
+		ex = {e['name']: e for e in self.bt.exercisers()}
+		self.assertIn('acpi_dbg', ex)
+		self.assertEqual(ex['acpi_dbg']['files'], ['drivers/acpi/acpi_dbg.c'])
+		self.assertIn('ACPI_DEBUGGER_USER', ex['acpi_dbg']['needs'])
+		ps = [{'unit': 'drivers/acpi/acpi_dbg.c:acpi_aml_read'}, {'unit': 'drivers/char/hpet.c:hpet_read'}]
+		self.assertEqual([e['name'] for e in self.bt.exercisers_for(ps, list(ex.values()))], ['acpi_dbg'])
+		self.assertEqual(self.bt.exercisers_for(ps[1:], list(ex.values())), [])
+
+	def test_wrapper_reports_each_exerciser_in_ktap(self) -> None:
+		sh = shutil.which('busybox')
+		if not sh:
+			self.skipTest('busybox not installed')
+		with tempfile.TemporaryDirectory() as d:
+			exs = []
+			for name, body in (('good', 'echo hello; exit 0'), ('bad', 'echo "not ok 1 x"; exit 3'),
+					   ('skip', 'echo "ok 1 skip # SKIP no device"; exit 0')):
+				path = os.path.join(d, name + '.sh')
+				with open(path, 'w') as f:
+					f.write('#!/bin/sh\n' + body + '\n')
+				exs.append({'name': name, 'path': path, 'files': [], 'needs': []})
+			w = self.bt.wrapper_script(os.path.join(d, 'test.sh'), exs)
+			r = subprocess.run([sh, 'sh', w], capture_output=True, text=True, cwd=d)
+			lines = r.stdout.splitlines()
+			self.assertEqual(lines[:2], ['KTAP version 1', '1..3'])
+			self.assertIn('# hello', lines)
+			self.assertIn('ok 1 good', lines)
+			self.assertIn('not ok 2 bad', lines)
+			self.assertIn('ok 3 skip # SKIP', lines)
+			self.assertNotEqual(r.returncode, 0)
+			res = nsboot_parser.parse_log(['nsboot: init started'] + lines + ['nsboot: end rc=1'])
+			self.assertEqual(res.to_json()['tests'], {'passed': 1, 'failed': 1, 'crashed': 0, 'skipped': 1})
+
+	def test_hits_follow_the_call_trace(self) -> None:
+		doc = {'boot': {'splats': [
+			{'title': 'do not call blocking ops in acpi_aml_kern_writable', 'kind': 'blocking_ops',
+			 'frames': ['__might_sleep', 'mutex_lock', 'acpi_aml_kern_writable', 'acpi_aml_write_log']},
+			{'title': 'WARNING in foo', 'kind': 'warning', 'frames': ['acpi_aml_write_log']}]}}
+		self.assertEqual(self.bt.hits(doc, 'acpi_aml_write_log'), ['do not call blocking ops in acpi_aml_kern_writable'])
+		self.assertEqual(self.bt.hits(doc, 'acpi_aml_read'), [])
+
+	def test_booted(self) -> None:
+		ok = {'status': 'SPLAT', 'boot': {'init_started': True, 'ended': True, 'timed_out': False}}
+		self.assertTrue(self.bt.booted(ok))
+		self.assertFalse(self.bt.booted({'status': 'BOOT_FAILURE', 'boot': {'init_started': True}}))
+		self.assertFalse(self.bt.booted({'status': 'SPLAT', 'boot': {'init_started': True, 'ended': False}}))
 
 
 def read_newc(data: bytes) -> Dict[str, tuple]:
