@@ -387,11 +387,17 @@ def tested_text(unit, compiled, boot):
 			s += "; the kernel booted with no new splat"
 		else:
 			s += "; the boot %s" % b.get("boot", "was not run")
-		if b.get("exercised"):
-			s += ", and the patched path was exercised (%s)" % b["exercised"]
+		if b.get("exercised") and b.get("baseline_hits") and not b.get("patched_hits"):
+			s += (". The patched path was exercised from the initramfs (%s): the unpatched kernel warned "
+			      "\"%s\", the patched kernel did not" % (b.get("exerciser", "a test script"), b["baseline_hits"][0]))
+		elif b.get("exercised"):
+			s += (", and the patched path was exercised (%s), but the unpatched kernel did not warn there "
+			      "either" % b.get("exerciser", "a test script"))
 		else:
 			s += ", but the patched path was not exercised"
 		parts.append(s + ".")
+	elif b and b.get("status") == "config failed":
+		parts.append("Not boot-tested: %s." % b.get("reason", "the driver cannot be configured on x86_64"))
 	if c and c.get("status") == "ok":
 		parts.append("Compile-tested with an x86_64 allmodconfig (CONFIG_WERROR=y) and sparse (C=2): no new "
 			     "warnings.")
@@ -711,7 +717,10 @@ def retest(out):
 				fp0 = e["fingerprints"][0]
 				if fp0 in results:
 					st = results[fp0].get("status", "")
-					e["test_status"] = "booted, not exercised" if st == "ok" else (st or e["test_status"])
+					if st == "ok":
+						e["test_status"] = "booted, exercised" if results[fp0].get("exercised") else "booted, not exercised"
+					else:
+						e["test_status"] = st or e["test_status"]
 					e["boottest"] = results[fp0]
 				n += 1
 	with open(sp + ".tmp", "w") as f:

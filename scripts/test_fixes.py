@@ -68,6 +68,29 @@ class PrefixTest(unittest.TestCase):
 			shutil.rmtree(tmp)
 
 
+class TestedTextTest(unittest.TestCase):
+	"""The changelog says only what was done, from boottest.json."""
+
+	unit = {"unit": "drivers/acpi/acpi_dbg.c:acpi_aml_read", "findings": [{"fingerprint": "f1"}]}
+
+	def text(self, rec):
+		return fixes.tested_text(self.unit, {}, {"f1": rec} if rec else {})
+
+	def test_fixes_tested_text_boot_states(self):
+		self.assertIn("boot-tested in QEMU", self.text({"build": "ok", "boot": "ok"}))
+		self.assertIn("the patched path was not exercised", self.text({"build": "ok", "boot": "ok"}))
+		t = self.text({"build": "ok", "boot": "ok", "exercised": True, "exerciser": "kernel-boot/exercise/acpi_dbg.sh",
+			       "baseline_hits": ["do not call blocking ops in acpi_aml_read"], "patched_hits": []})
+		self.assertIn("the unpatched kernel warned \"do not call blocking ops in acpi_aml_read\"", t)
+		self.assertIn("the patched kernel did not", t)
+		t = self.text({"build": "ok", "boot": "ok", "exercised": True, "baseline_hits": [], "patched_hits": []})
+		self.assertIn("did not warn there either", t)
+		t = self.text({"status": "config failed", "build": "not run",
+			       "reason": "CONFIG_ADB_PMU cannot be enabled on x86_64: depends on PPC_PMAC"})
+		self.assertIn("Not boot-tested: CONFIG_ADB_PMU cannot be enabled", t)
+		self.assertEqual(self.text(None), fixes.NOT_TESTED)
+
+
 class KconfigTest(unittest.TestCase):
 	def tree(self, files):
 		tmp = tempfile.mkdtemp()
