@@ -70,7 +70,7 @@ triage: setup
 	@$(PYTHON) scripts/triage.py --kdir "$(KDIR)" --m "$(M)" --out "$(OUT)" --baseline "$(BASELINE)" -j "$(J)"
 
 boottest: setup
-	@$(PYTHON) kernel-boot/nsboot.py boottest --patches "$(PATCHES)" --kdir "$(KDIR)"
+	@$(PYTHON) kernel-boot/nsboot.py boottest --patches "$(PATCHES)" --kdir "$(KDIR)" --only "$(ONLY)"
 
 runtime-proof: setup
 	@$(PYTHON) kernel-boot/nsboot.py proof --kdir "$(KDIR)" --rounds "$(ROUNDS)"
