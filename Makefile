@@ -24,6 +24,7 @@ OUT         ?=
 SIGNOFF     ?=
 BASELINE    ?=
 PATCHES     ?=
+ONLY        ?=
 ROUNDS      ?= 10000
 
 # Set-up is skipped for a user-supplied KDIR only as far as the tree goes.
