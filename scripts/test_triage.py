@@ -18,6 +18,20 @@ def read(p):
 		return f.read()
 
 
+class BootStatusTest(unittest.TestCase):
+	def test_triage_boot_status_and_mainline(self):
+		import sys
+		sys.path.insert(0, os.path.join(TOP, "scripts"))
+		import triage
+		self.assertEqual(triage.boot_status({"status": "ok"}, "x"), "compiled, booted, not exercised")
+		self.assertEqual(triage.boot_status({"status": "ok", "exercised": True, "baseline_hits": ["t"],
+						     "patched_hits": []}, "x"), "compiled, booted, exercised: warning gone")
+		self.assertEqual(triage.boot_status({"status": "config failed"}, "x"), "config failed")
+		self.assertTrue(triage.ready_for_mainline({"verdict": "true", "patch_status": "compiled, booted, not exercised"}))
+		self.assertFalse(triage.ready_for_mainline({"verdict": "harmless", "patch_status": "compiled, booted, not exercised"}))
+		self.assertFalse(triage.ready_for_mainline({"verdict": "true", "patch_status": "config failed"}))
+
+
 class TriageTest(unittest.TestCase):
 	_ready = False
 
@@ -98,7 +112,9 @@ class TriageTest(unittest.TestCase):
 		bp = os.path.join(self.tmp, "old.json")
 		with open(bp, "w") as f:
 			json.dump(old, f)
-		labels = {"labels": {data["findings"][1]["fingerprint"]: {"verdict": "true", "reason": "takes a mutex"},
+		labels = {"labels": {data["findings"][1]["fingerprint"]: {"verdict": "true", "reason": "takes a mutex",
+									 "later": [{"tree": "linux-6.12.1", "class": "fixed",
+										    "evidence": "converted to wait_woken()"}]},
 				     data["findings"][2]["fingerprint"]: {"verdict": "false-positive", "reason": "x"}}}
 		lp = os.path.join(self.tmp, "labels.json")
 		with open(lp, "w") as f:
@@ -119,6 +135,10 @@ class TriageTest(unittest.TestCase):
 		sec = [n for n in os.listdir(out2) if n.endswith(".md") and n != "index.md"][0]
 		self.assertIn("## >> ", read(os.path.join(out2, sec)))
 		self.assertIn("hand review: **true** - takes a mutex", read(os.path.join(out2, sec)))
+		self.assertIn("- in `linux-6.12.1`: **fixed** - converted to wait_woken()", read(os.path.join(out2, sec)))
+		self.assertIn("## In later trees", idx)
+		# no boot results here: nothing is ready for mainline
+		self.assertNotIn("ready to rebase onto mainline", read(os.path.join(out2, sec)))
 		sarif = json.loads(read(os.path.join(out2, "findings.sarif")))
 		self.assertEqual(sum(1 for x in sarif["runs"][0]["results"] if x.get("baselineState") == "new"), 1)
 

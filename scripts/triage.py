@@ -266,7 +266,7 @@ def build(a):
 				for fp in p["fingerprints"]:
 					st = p.get("test_status", "not tested")
 					if fp in boot and isinstance(boot[fp], dict):
-						st = boot[fp].get("status", st)
+						st = boot_status(boot[fp], st)
 					series[fp] = {"status": st, "patch": p["patch"], "checkpatch": p["checkpatch"]["status"],
 						      "tested": p.get("tested_text", "")}
 	seccache = {}
@@ -278,6 +278,7 @@ def build(a):
 		rec = dict(f)
 		rec.update({"section": sec["name"], "maintainers": sec["M"], "lists": sec["L"],
 			    "verdict": lab.get("verdict", ""), "verdict_reason": lab.get("reason", ""),
+			    "later": lab.get("later", []),
 			    "patch_status": series.get(f["fingerprint"], {}).get("status",
 							("generated, not tested" if fx.get("status") == "patch" else "")),
 			    "confidence_reason": confidence_reason(f)})
@@ -371,6 +372,22 @@ def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, ha
 			"; ".join(re.sub(r"\s*\(.*\)", "", x) for x in rs[0]["lists"][:2]) or "-",
 			c["high"], c["medium"], c["low"], len(pt), ", ".join("%s %d" % kv for kv in st.items()) or "-"))
 	L.append("")
+	ready = [r for r in recs if ready_for_mainline(r)]
+	if ready:
+		L += ["## Ready to rebase onto mainline", "",
+		      "Real nested sleeps by hand review whose generated patch built and booted on this tree "
+		      "(a distribution tree, not mainline):", ""]
+		for r in ready:
+			L.append("- `%s:%d` %s() - %s" % (r["file"], r["line"], r["function"], r["patch_status"]))
+		L.append("")
+	later = [(r, lt) for r in recs for lt in r.get("later", [])]
+	if later:
+		L += ["## In later trees", "",
+		      "What became of these findings in a later tree (from the labels file):", ""]
+		for r, lt in later:
+			L.append("- `%s:%d` %s(): in `%s` **%s** - %s" % (r["file"], r["line"], r["function"], lt["tree"],
+									 lt["class"], lt["evidence"]))
+		L.append("")
 	if has_base:
 		new = [r for r in recs if r.get("baseline") == "new"]
 		L += ["## Since the baseline", "", "%d new (marked `>>`), %d gone." % (len(new), len(gone)), ""]
@@ -378,6 +395,23 @@ def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, ha
 			L.append("- gone: `%s` %s() (%s)" % (r["file"], r["function"], r.get("primitive", "")))
 		L.append("")
 	return "\n".join(L) + "\n"
+
+
+def boot_status(b, default):
+	"""One short status for a patch from its boottest.json record."""
+	st = b.get("status", "")
+	if st == "ok":
+		if b.get("exercised") and b.get("baseline_hits") and not b.get("patched_hits"):
+			return "compiled, booted, exercised: warning gone"
+		if b.get("exercised"):
+			return "compiled, booted, exercised"
+		return "compiled, booted, not exercised"
+	return st or default
+
+
+def ready_for_mainline(r):
+	"""A real nested sleep (hand review) whose patch built and booted."""
+	return r.get("verdict") == "true" and r.get("patch_status", "").startswith("compiled, booted")
 
 
 def section_md(sname, rs, kdir, series, kshown):
@@ -394,6 +428,12 @@ def section_md(sname, rs, kdir, series, kshown):
 		      "- fingerprint: `%s`" % r["fingerprint"]]
 		if r.get("verdict"):
 			L.append("- hand review: **%s** - %s" % (r["verdict"], r["verdict_reason"]))
+		for lt in r.get("later", []):
+			L.append("- in `%s`: **%s** - %s" % (lt["tree"], lt["class"], lt["evidence"]))
+		if ready_for_mainline(r):
+			L.append("- **ready to rebase onto mainline**: a real nested sleep by hand review, and the patch "
+				 "built and booted here; this tree is a distribution tree, not mainline, so rebase and "
+				 "re-test before sending")
 		L.append("")
 		ex = excerpt(kdir, r)
 		if ex:
