@@ -428,7 +428,7 @@ def make_parser() -> argparse.ArgumentParser:
 	bt = sub.add_parser('boottest', help='build and boot each patch of a make fixes series')
 	bt.add_argument('--patches', required=True, help='the OUT directory of make fixes (series.json)')
 	bt.add_argument('--kdir', default=nsboot_kernel.default_kdir(), help='kernel tree, only read')
-	bt.add_argument('--only', help='only patches whose unit or file name contains this')
+	bt.add_argument('--only', help='only patches whose unit or file name contains one of these (comma-separated)')
 	bt.add_argument('--max', type=int, default=0, help='at most this many patches')
 	bt.add_argument('--timeout', type=float, default=900, help='hard timeout per boot in seconds')
 	bt.add_argument('--jobs', '-j', type=int, default=2)

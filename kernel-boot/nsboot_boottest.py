@@ -209,7 +209,8 @@ def main(ns) -> int:
 		man = json.load(f)
 	patches = [p for s in man['series'] for p in s['patches']]
 	if ns.only:
-		patches = [p for p in patches if ns.only in p['unit'] or ns.only in p['patch']]
+		subs = [x for x in ns.only.split(',') if x]
+		patches = [p for p in patches if any(x in p['unit'] or x in p['patch'] for x in subs)]
 	if ns.max:
 		patches = patches[:ns.max]
 	if not patches:
