@@ -1,7 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only
 # exercises: drivers/acpi/acpi_dbg.c
-# needs: CONFIG_ACPI_DEBUGGER_USER CONFIG_DEBUG_FS
+# needs: CONFIG_ACPI_DEBUGGER_USER CONFIG_DEBUG_FS CONFIG_PCI
+# (without PCI, ACPI on the QEMU pc machine fails "During Region
+# initialization" and never loads the tables: no acpidbg)
 #
 # Drive the ACPI AML debugger's user interface, as tools/power/acpi's
 # acpidbg does: open /sys/kernel/debug/acpi/acpidbg for reading and writing
