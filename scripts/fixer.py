@@ -264,6 +264,10 @@ def split_cond(cond):
 		if tail or not parts or any("{" in mask(p) for p in parts):
 			return None
 		value = parts[-1]
+		vm = mask(value)
+		while value.startswith("(") and match_close(vm, 0) == len(value) - 1:
+			value = value[1:-1].strip()
+			vm = mask(value)
 		decls, stmts = [], []
 		for p in parts[:-1]:
 			if not p:
@@ -340,6 +344,22 @@ def wrap_call(ind, head, args, tail=";"):
 	return lines
 
 
+def pre_statement(ind, x):
+	"""A statement unpacked from a ({ }) condition, as checkpatch wants it:
+	'if (c) s;' on two lines, long lines wrapped."""
+	mm = re.match(r"^if\s*\(", x)
+	if mm:
+		xm = mask(x)
+		e = match_close(xm, mm.end() - 1)
+		body = x[e + 1:].strip() if e > 0 else ""
+		if body and not body.startswith("{") and "else" not in idents(xm[e + 1:]):
+			return wrap_cond(ind, x[mm.end():e].strip()) + [ind + "\t" + body]
+	a = re.match(r"^([A-Za-z_][\w.>-]*\s*=)(?!=)\s*(.*);$", x, re.S)
+	if a and cols(ind + x) > MAX_COLS:
+		return wrap_cond(ind, a.group(2), pre=a.group(1) + " ", post=";")
+	return [ind + x]
+
+
 def wrap_cond(ind, cond, pre="if (", post=")"):
 	"""'if (cond)' wrapped at top-level || and && like the seeds do."""
 	one = "%s%s%s%s" % (ind, pre, cond, post)
@@ -356,6 +376,20 @@ def wrap_cond(ind, cond, pre="if (", post=")"):
 			depth -= 1
 		elif depth == 0 and m[j:j + 4] in (" || ", " && "):
 			cuts.append(j + 3)
+	inner = 0
+	if not cuts and cond.startswith("(") and match_close(m, 0) == len(cond) - 1:
+		# one parenthesized whole: cut at its own || and &&, and align
+		# the continuation inside its parenthesis
+		inner = 1
+		depth = 0
+		for j in range(len(cond)):
+			c = m[j]
+			if c in "([{":
+				depth += 1
+			elif c in ")]}":
+				depth -= 1
+			elif depth == 1 and m[j:j + 4] in (" || ", " && "):
+				cuts.append(j + 3)
 	if not cuts:
 		return [one]
 	pieces, s = [], 0
@@ -363,7 +397,7 @@ def wrap_cond(ind, cond, pre="if (", post=")"):
 		pieces.append(cond[s:c].strip())
 		s = c
 	pieces.append(cond[s:].strip())
-	align = cols(ind + pre)
+	align = cols(ind + pre) + inner
 	cont = "\t" * (align // 8) + " " * (align % 8)
 	lines = []
 	cur = ind + pre
@@ -748,7 +782,7 @@ class Fixer:
 			if x is None:
 				L += wrap_cond(i1, pre_cond, pre="%s = " % cond, post=";")
 			else:
-				L.append("%s%s" % (i1, x))
+				L += pre_statement(i1, x)
 		if timeout is not None:
 			L += wrap_cond(i1, cond, post=") {")
 			L += ["%sif (!%s)" % (i2, res), "%s\t%s = 1;" % (i2, res), "%sbreak;" % i2, "%s}" % i1]
