@@ -95,6 +95,7 @@ def booted(doc: dict) -> bool:
 # Exercisers: initramfs scripts that drive a patched file's code
 
 EXERCISE_DIR = os.path.join(HERE, 'exercise')
+EXERCISE_TIMEOUT = 120	# seconds; a stuck exerciser is killed and reported 'not ok'
 
 
 def exercisers() -> List[dict]:
@@ -137,7 +138,7 @@ def wrapper_script(path: str, exs: List[dict]) -> str:
 		with open(e['path']) as f:
 			body = f.read()
 		L += ['cat > /tmp/ex%d.sh <<\'NSBOOT_EOF\'' % i, body.rstrip('\n'), 'NSBOOT_EOF',
-		      'sh /tmp/ex%d.sh > /tmp/ex%d.out 2>&1; st=$?' % (i, i),
+		      'timeout -s KILL %d sh /tmp/ex%d.sh > /tmp/ex%d.out 2>&1; st=$?' % (EXERCISE_TIMEOUT, i, i),
 		      "grep -v '^\\(not \\)\\{0,1\\}ok ' /tmp/ex%d.out | sed 's/^/# /'" % i,
 		      'if grep -q "# SKIP" /tmp/ex%d.out; then echo "ok %d %s # SKIP"; '
 		      'elif [ $st -eq 0 ]; then echo "ok %d %s"; else echo "not ok %d %s"; rc=1; fi'

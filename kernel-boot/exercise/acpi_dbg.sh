@@ -7,7 +7,8 @@
 #
 # Drive the ACPI AML debugger's user interface, as tools/power/acpi's
 # acpidbg does: open /sys/kernel/debug/acpi/acpidbg for reading and writing
-# (which starts the "aml" debugger thread), send commands, read the output,
+# (a reader, which starts the "aml" debugger thread, and a writer), send
+# commands, read the output,
 # close.  That runs every wait of the file: acpi_aml_write() and
 # acpi_aml_read() in this process, acpi_aml_read_cmd() and
 # acpi_aml_write_log() in the debugger thread, and acpi_aml_release() at
@@ -26,15 +27,24 @@ fi
 ( while :; do echo 1 > /sys/kernel/debug/clear_warn_once 2>/dev/null; sleep 0.2; done ) &
 CLR=$!
 OUT=/tmp/acpidbg.out
-exec 3<>$D || { kill $CLR; echo "not ok 1 acpi_dbg # cannot open $D"; exit 1; }
-cat <&3 > $OUT &
+# The reader and the writer open the file separately, as acpidbg does: a
+# shared open file would hold f_pos_lock in the blocked read() and block
+# every write().  The first reader starts the debugger thread; writers are
+# allowed once it runs.
+cat $D > $OUT &
 RD=$!
-for cmd in help "methods" "stats" help; do
-	printf '%s\n' "$cmd" >&3
+sleep 1
+if ! exec 4>$D; then
+	kill $RD $CLR 2>/dev/null
+	echo "not ok 1 acpi_dbg # cannot open $D for writing"
+	exit 1
+fi
+for cmd in help methods stats help; do
+	printf '%s\n' "$cmd" >&4
 	sleep 1
 done
+exec 4>&-
 kill $RD 2>/dev/null
-exec 3>&-
 kill $CLR 2>/dev/null
 wait 2>/dev/null
 n=$(wc -c < $OUT)
