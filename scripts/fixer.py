@@ -360,36 +360,34 @@ def pre_statement(ind, x):
 	return [ind + x]
 
 
+def logic_cuts(m, level):
+	"""Offsets just after each ' ||' and ' &&' at bracket depth level."""
+	cuts = []
+	depth = 0
+	for j in range(len(m)):
+		c = m[j]
+		if c in "([{":
+			depth += 1
+		elif c in ")]}":
+			depth -= 1
+		elif depth == level and m[j:j + 4] in (" || ", " && "):
+			cuts.append(j + 3)
+	return cuts
+
+
 def wrap_cond(ind, cond, pre="if (", post=")"):
 	"""'if (cond)' wrapped at top-level || and && like the seeds do."""
 	one = "%s%s%s%s" % (ind, pre, cond, post)
 	if cols(one) <= MAX_COLS:
 		return [one]
 	m = mask(cond)
-	cuts = []
-	depth = 0
-	for j in range(len(cond)):
-		c = m[j]
-		if c in "([{":
-			depth += 1
-		elif c in ")]}":
-			depth -= 1
-		elif depth == 0 and m[j:j + 4] in (" || ", " && "):
-			cuts.append(j + 3)
+	cuts = logic_cuts(m, 0)
 	inner = 0
 	if not cuts and cond.startswith("(") and match_close(m, 0) == len(cond) - 1:
 		# one parenthesized whole: cut at its own || and &&, and align
 		# the continuation inside its parenthesis
 		inner = 1
-		depth = 0
-		for j in range(len(cond)):
-			c = m[j]
-			if c in "([{":
-				depth += 1
-			elif c in ")]}":
-				depth -= 1
-			elif depth == 1 and m[j:j + 4] in (" || ", " && "):
-				cuts.append(j + 3)
+		cuts = logic_cuts(m, 1)
 	if not cuts:
 		return [one]
 	pieces, s = [], 0
