@@ -75,7 +75,7 @@ class TriageTest(unittest.TestCase):
 		self.assertIn("spatch", idx)
 		self.assertIn("Parse coverage", idx)
 		data = json.loads(read(os.path.join(self.out, "findings.json")))
-		self.assertEqual(len(data["findings"]), 31)
+		self.assertEqual(len(data["findings"]), 33)
 		self.assertFalse(os.path.exists(self.out + ".tmp"))
 		sec = [n for n in os.listdir(self.out) if n.endswith(".md") and n != "index.md"]
 		self.assertEqual(len(sec), 1)
@@ -95,7 +95,7 @@ class TriageTest(unittest.TestCase):
 		sarif = json.loads(read(os.path.join(self.out, "findings.sarif")))
 		schema = json.loads(read(SCHEMA))
 		jsonschema.validate(sarif, schema, format_checker=jsonschema.FormatChecker())
-		self.assertEqual(len(sarif["runs"][0]["results"]), 31)
+		self.assertEqual(len(sarif["runs"][0]["results"]), 33)
 		bad = dict(sarif, version="2.0.0")
 		with self.assertRaises(jsonschema.ValidationError):
 			jsonschema.validate(bad, schema)
@@ -125,7 +125,7 @@ class TriageTest(unittest.TestCase):
 		new = json.loads(read(os.path.join(out2, "findings.json")))
 		states = [f["baseline"] for f in new["findings"]]
 		self.assertEqual(states.count("new"), 1)
-		self.assertEqual(states.count("unchanged"), 30)
+		self.assertEqual(states.count("unchanged"), 32)
 		self.assertEqual([g["function"] for g in new["gone"]], ["removed_fn"])
 		idx = read(os.path.join(out2, "index.md"))
 		self.assertIn("1 new (marked `>>`), 1 gone.", idx)

@@ -239,7 +239,7 @@ def build(a):
 		with open(labels_path) as f:
 			labels = json.load(f).get("labels", {})
 		for fp, lab in labels.items():
-			if lab.get("verdict") not in VERDICTS:
+			if lab.get("verdict") not in VERDICTS and not (lab.get("later") and "verdict" not in lab):
 				raise UserError("%s: %s: verdict must be one of %s" % (labels_path, fp, ", ".join(VERDICTS)))
 	base = None
 	if a.baseline:
