@@ -488,6 +488,8 @@ class Matcher:
 		results, todo = {}, []
 		for rel in rels:
 			r = self.cache.load("match", self.rulekey(rel), self.tree.sha(rel)[:2], self.tree.sha(rel))
+			if r is not None and r["status"] == "timeout" and self.args.timeout > r.get("timeout_s", 0):
+				r = None	# timed out before: retry with the longer TIMEOUT=
 			if r is None:
 				todo.append(rel)
 			else:
@@ -502,9 +504,10 @@ class Matcher:
 			for rel in todo:
 				r = fresh.get(rel, {"status": "failed", "recs": [], "funcs": []})
 				results[rel] = r
-				# a timeout depends on the machine's load: try again next run
-				if r["status"] != "timeout":
-					self.cache.store(r, "match", self.rulekey(rel), self.tree.sha(rel)[:2], self.tree.sha(rel))
+				# a timeout is kept with its TIMEOUT=: a longer one retries
+				if r["status"] == "timeout":
+					r["timeout_s"] = self.args.timeout
+				self.cache.store(r, "match", self.rulekey(rel), self.tree.sha(rel)[:2], self.tree.sha(rel))
 		for rel, r in results.items():
 			if r["status"] == "timeout":
 				self.timedout.append(rel)
