@@ -568,6 +568,18 @@ class BoottestTest(unittest.TestCase):
 		self.assertEqual(self.bt.hits(doc, 'acpi_aml_write_log'), ['do not call blocking ops in acpi_aml_kern_writable'])
 		self.assertEqual(self.bt.hits(doc, 'acpi_aml_read'), [])
 
+	def test_new_splats_known_bugs_apart(self) -> None:
+		def sp(title, frames, kind='blocking_ops'):
+			return {'title': title, 'kind': kind, 'frames': frames}
+		base = {'boot': {'splats': [sp('do not call blocking ops in a_readable', ['mutex_lock', 'a_readable', 'a_read'])]}}
+		doc = {'boot': {'splats': [sp('do not call blocking ops in a_readable', ['a_read']),
+					   sp('do not call blocking ops in a_writable', ['mutex_lock', 'a_writable', 'a_write_log']),
+					   sp('WARNING in b_probe', ['b_probe'], 'warning'),
+					   sp('do not call blocking ops in c_cond', ['c_cond', 'c_wait'])]}}
+		new, known = self.bt.new_splats(base, doc, {'a_write_log', 'a_read'})
+		self.assertEqual(known, ['do not call blocking ops in a_writable'])
+		self.assertEqual(new, ['WARNING in b_probe', 'do not call blocking ops in c_cond'])
+
 	def test_booted(self) -> None:
 		ok = {'status': 'SPLAT', 'boot': {'init_started': True, 'ended': True, 'timed_out': False}}
 		self.assertTrue(self.bt.booted(ok))
