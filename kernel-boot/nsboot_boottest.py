@@ -30,6 +30,7 @@ keyed by fingerprint; then 'scripts/fixes.py retest DIR' rewrites the
 testing paragraph of each patch from them.
 """
 
+import fcntl
 import json
 import os
 import shutil
@@ -38,6 +39,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import nsboot_config	# noqa: E402
+import nsboot_kernel	# noqa: E402
 from typing import Dict, List, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -59,7 +63,7 @@ def nsboot_run(ns, tree: str, syms: List[str], jp: str, script: str = '') -> dic
 	if script:
 		cmd += ['--test-script', script]
 	for s in syms:
-		cmd += ['--kconfig-add', '%s=y' % (s if s.startswith('CONFIG_') else 'CONFIG_' + s)]
+		cmd += ['--kconfig-add', 'CONFIG_%s=y' % bare(s)]
 	log('$ ' + ' '.join(cmd))
 	if os.path.exists(jp):
 		os.unlink(jp)
@@ -74,14 +78,27 @@ def nsboot_run(ns, tree: str, syms: List[str], jp: str, script: str = '') -> dic
 	return doc
 
 
+def bare(sym: str) -> str:
+	"""A Kconfig symbol without its CONFIG_ prefix."""
+	return sym[len('CONFIG_'):] if sym.startswith('CONFIG_') else sym
+
+
+def splats(doc: dict) -> List[dict]:
+	return (doc.get('boot') or {}).get('splats', [])
+
+
+def through(s: dict, fns: set) -> bool:
+	"""A nested-sleep splat whose call trace runs through one of fns."""
+	return s.get('kind') in ('blocking_ops', 'sleeping_in_atomic') and bool(fns & set(s.get('frames', [])))
+
+
 def splat_titles(doc: dict) -> List[str]:
-	return sorted(set(s.get('title', '') for s in (doc.get('boot') or {}).get('splats', [])))
+	return sorted(set(s.get('title', '') for s in splats(doc)))
 
 
 def hits(doc: dict, fn: str) -> List[str]:
 	"""Titles of the nested-sleep splats whose call trace runs through fn."""
-	return sorted(set(s.get('title', '') for s in (doc.get('boot') or {}).get('splats', [])
-			  if s.get('kind') in ('blocking_ops', 'sleeping_in_atomic') and fn in s.get('frames', [])))
+	return sorted(set(s.get('title', '') for s in splats(doc) if through(s, {fn})))
 
 
 def new_splats(base: dict, doc: dict, known_fns: set) -> Tuple[List[str], List[str]]:
@@ -91,11 +108,11 @@ def new_splats(base: dict, doc: dict, known_fns: set) -> Tuple[List[str], List[s
 	sleep, and warn, in the next one."""
 	seen = set(splat_titles(base))
 	new, known = [], []
-	for s in (doc.get('boot') or {}).get('splats', []):
+	for s in splats(doc):
 		t = s.get('title', '')
 		if t in seen or t in new or t in known:
 			continue
-		if s.get('kind') in ('blocking_ops', 'sleeping_in_atomic') and known_fns & set(s.get('frames', [])):
+		if through(s, known_fns):
 			known.append(t)
 		else:
 			new.append(t)
@@ -133,8 +150,7 @@ def exercisers() -> List[dict]:
 				if line.startswith('# exercises:'):
 					files += line.split(':', 1)[1].split()
 				elif line.startswith('# needs:'):
-					needs += [x[len('CONFIG_'):] if x.startswith('CONFIG_') else x
-						  for x in line.split(':', 1)[1].split()]
+					needs += [bare(x) for x in line.split(':', 1)[1].split()]
 		out.append({'name': name[:-3], 'path': path, 'files': files, 'needs': needs})
 	return out
 
@@ -170,8 +186,6 @@ def wrapper_script(path: str, exs: List[dict]) -> str:
 
 def resolve_config(kdir: str, wanted: List[str], jobs: int, label: str) -> Tuple[List[str], Dict[str, str], Dict[str, str]]:
 	"""(symbols to request, {wanted symbol: why it cannot be y}, generated values)."""
-	import nsboot_config
-	import nsboot_kernel
 	ktree = nsboot_config.KconfigTree(kdir)
 	arch = nsboot_kernel.load_arch('x86_64')
 	extra = list(wanted)
@@ -209,8 +223,12 @@ def blocked_by(p: dict, bad: Dict[str, str]) -> Dict[str, str]:
 	return {s: bad[s] for s in syms_of(p) if s in bad}
 
 
+def config_label(p: dict) -> str:
+	return 'tinyconfig+base+debug+lockdep + ' + ' '.join(syms_of(p))
+
+
 def syms_of(p: dict) -> List[str]:
-	return sorted(s[len('CONFIG_'):] if s.startswith('CONFIG_') else s for s in p['kconfig'])
+	return sorted(bare(s) for s in p['kconfig'])
 
 
 def main(ns) -> int:
@@ -241,7 +259,6 @@ def main(ns) -> int:
 			return 2
 	# kernel builds use both cores: one at a time, with the other
 	# kernel-building checks of this project (scripts/check_compile.py)
-	import fcntl
 	lock_path = os.path.join(os.path.dirname(cache_root()), 'kbuild.lock')
 	os.makedirs(os.path.dirname(lock_path), exist_ok=True)
 	lockf = open(lock_path, 'w')
@@ -307,7 +324,7 @@ def main(ns) -> int:
 		bstat = base.get('status', 'NO_RESULT')
 		units = [p['unit'] for p in ps]
 		for p in ps:
-			rec = {'config': 'tinyconfig+base+debug+lockdep + ' + ' '.join(syms_of(p)),
+			rec = {'config': config_label(p),
 			       'resolved': ' '.join(syms),
 			       'shared_build': ('one build dir and baseline for %d patches: %s' % (len(ps), ', '.join(units)))
 			       if len(ps) > 1 else 'own build dir',
@@ -379,7 +396,7 @@ def main(ns) -> int:
 
 
 def config_failed(results: Dict[str, dict], p: dict, why: Dict[str, str]) -> None:
-	rec = {'config': 'tinyconfig+base+debug+lockdep + ' + ' '.join(syms_of(p)), 'status': 'config failed',
+	rec = {'config': config_label(p), 'status': 'config failed',
 	       'build': 'not run', 'boot': 'not run', 'exercised': False,
 	       'reason': '; '.join('CONFIG_%s cannot be enabled on x86_64: %s' % (s, w) for s, w in sorted(why.items()))}
 	for fp in p['fingerprints']:

@@ -685,6 +685,18 @@ def cover_letter(sname, sec, entries, ro, signoff, git, n):
 	return "\n\n".join(paras) + "\n\n"
 
 
+def boot_status(b, default):
+	"""One short status for a patch from its boottest.json record."""
+	st = b.get("status", "")
+	if st == "ok":
+		if b.get("exercised") and b.get("baseline_hits") and not b.get("patched_hits"):
+			return "compiled, booted, exercised: warning gone"
+		if b.get("exercised"):
+			return "compiled, booted, exercised"
+		return "compiled, booted, not exercised"
+	return st or default
+
+
 def retest(out):
 	"""Rewrite the 'how tested' paragraph of every patch from boottest.json."""
 	sp = os.path.join(out, "series.json")
@@ -716,11 +728,7 @@ def retest(out):
 				e["tested_text"] = new
 				fp0 = e["fingerprints"][0]
 				if fp0 in results:
-					st = results[fp0].get("status", "")
-					if st == "ok":
-						e["test_status"] = "booted, exercised" if results[fp0].get("exercised") else "booted, not exercised"
-					else:
-						e["test_status"] = st or e["test_status"]
+					e["test_status"] = boot_status(results[fp0], e["test_status"])
 					e["boottest"] = results[fp0]
 				n += 1
 	with open(sp + ".tmp", "w") as f:

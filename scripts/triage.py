@@ -397,16 +397,7 @@ def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, ha
 	return "\n".join(L) + "\n"
 
 
-def boot_status(b, default):
-	"""One short status for a patch from its boottest.json record."""
-	st = b.get("status", "")
-	if st == "ok":
-		if b.get("exercised") and b.get("baseline_hits") and not b.get("patched_hits"):
-			return "compiled, booted, exercised: warning gone"
-		if b.get("exercised"):
-			return "compiled, booted, exercised"
-		return "compiled, booted, not exercised"
-	return st or default
+boot_status = fixes.boot_status
 
 
 def ready_for_mainline(r):
