@@ -11,6 +11,8 @@ import unittest
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA = os.path.join(TOP, "fixtures", "triage", "sarif-2.1.0-subset.schema.json")
+# the OASIS SARIF 2.1.0 schema (2.1.0-rtm.5, draft-04), see its .NOTICE
+OASIS_SCHEMA = os.path.join(TOP, "fixtures", "triage", "sarif-2.1.0-rtm.5.schema.json")
 
 
 def read(p):
@@ -93,12 +95,22 @@ class TriageTest(unittest.TestCase):
 		except ImportError:
 			self.skipTest("python3-jsonschema is not installed (make setup installs it)")
 		sarif = json.loads(read(os.path.join(self.out, "findings.sarif")))
+		oasis = json.loads(read(OASIS_SCHEMA))
+		self.assertEqual(oasis["properties"]["version"]["enum"], ["2.1.0"])
+		jsonschema.Draft4Validator.check_schema(oasis)
+		full = jsonschema.Draft4Validator(oasis, format_checker=jsonschema.FormatChecker())
+		full.validate(sarif)
 		schema = json.loads(read(SCHEMA))
 		jsonschema.validate(sarif, schema, format_checker=jsonschema.FormatChecker())
 		self.assertEqual(len(sarif["runs"][0]["results"]), 33)
 		bad = dict(sarif, version="2.0.0")
+		for v in (full, jsonschema.Draft7Validator(schema)):
+			with self.assertRaises(jsonschema.ValidationError):
+				v.validate(bad)
+		# a property SARIF does not define is refused by the OASIS schema
+		run = dict(sarif["runs"][0], nestsleepCoverage=1)
 		with self.assertRaises(jsonschema.ValidationError):
-			jsonschema.validate(bad, schema)
+			full.validate(dict(sarif, runs=[run]))
 		r0 = sarif["runs"][0]["results"][0]
 		self.assertIn("nestsleep/v1", r0["partialFingerprints"])
 		self.assertGreaterEqual(r0["locations"][0]["physicalLocation"]["region"]["startLine"], 1)
