@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -13,6 +14,8 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA = os.path.join(TOP, "fixtures", "triage", "sarif-2.1.0-subset.schema.json")
 # the OASIS SARIF 2.1.0 schema (2.1.0-rtm.5, draft-04), see its .NOTICE
 OASIS_SCHEMA = os.path.join(TOP, "fixtures", "triage", "sarif-2.1.0-rtm.5.schema.json")
+sys.path.insert(0, os.path.join(TOP, "scripts"))
+import triage  # noqa: E402
 
 
 def read(p):
@@ -22,9 +25,6 @@ def read(p):
 
 class BootStatusTest(unittest.TestCase):
 	def test_triage_boot_status_and_mainline(self):
-		import sys
-		sys.path.insert(0, os.path.join(TOP, "scripts"))
-		import triage
 		self.assertEqual(triage.boot_status({"status": "ok"}, "x"), "compiled, booted, not exercised")
 		self.assertEqual(triage.boot_status({"status": "ok", "exercised": True, "baseline_hits": ["t"],
 						     "patched_hits": []}, "x"), "compiled, booted, exercised: warning gone")
@@ -32,6 +32,62 @@ class BootStatusTest(unittest.TestCase):
 		self.assertTrue(triage.ready_for_mainline({"verdict": "true", "patch_status": "compiled, booted, not exercised"}))
 		self.assertFalse(triage.ready_for_mainline({"verdict": "harmless", "patch_status": "compiled, booted, not exercised"}))
 		self.assertFalse(triage.ready_for_mainline({"verdict": "true", "patch_status": "config failed"}))
+
+
+def rec(fp, fn, prim, *paths, file="io_uring/io_uring.c"):
+	return {"fingerprint": fp, "file": file, "function": fn, "primitive": prim, "chain": list(paths[0]),
+		"paths": [{"chain": list(p)} for p in paths]}
+
+
+class MatchBaselineTest(unittest.TestCase):
+	"""Shapes seen between linux-6.1.192 and linux-6.12.118."""
+
+	def match(self, base, recs):
+		gone = triage.match_baseline({b["fingerprint"]: b for b in base}, recs)
+		return [r["baseline"] for r in recs], sorted(g["fingerprint"] for g in gone)
+
+	def test_same_fingerprint(self):
+		self.assertEqual(self.match([rec("a", "f", "wait_event", ["g", "mutex_lock"])],
+					    [rec("a", "f", "wait_event", ["g", "mutex_lock"])]), (["unchanged"], []))
+
+	def test_renamed_function(self):
+		# io-wq: io_wqe_worker() became io_wq_worker(), same chain
+		new = [rec("b", "io_wq_worker", "set_current_state", ["io_worker_exit", "wait_for_completion"])]
+		st, gone = self.match([rec("a", "io_wqe_worker", "set_current_state",
+					   ["io_worker_exit", "wait_for_completion"])], new)
+		self.assertEqual((st, gone), (["changed"], []))
+		self.assertIn("function renamed from io_wqe_worker()", new[0]["baseline_match"]["why"])
+
+	def test_first_chain_changed(self):
+		# usbnet: a new first path in front of the old one
+		old = rec("a", "usbnet_terminate_urbs", "set_current_state", ["wait_skb_queue_empty", "schedule_timeout"])
+		new = rec("b", "usbnet_terminate_urbs", "set_current_state", ["netif_dbg", "wait_for_completion"],
+			  ["wait_skb_queue_empty", "schedule_timeout"])
+		self.assertEqual(self.match([old], [new]), (["changed"], []))
+		self.assertIn("first chain was wait_skb_queue_empty -> schedule_timeout", new["baseline_match"]["why"])
+
+	def test_fixed_is_gone(self):
+		# io_cqring_wait: the overflow flush left the window; what remains is another path
+		old = rec("a", "io_cqring_wait", "prepare_to_wait_exclusive", ["io_cqring_overflow_flush", "mutex_lock"],
+			  ["io_cqring_wait_schedule", "schedule_hrtimeout"])
+		new = rec("b", "io_cqring_wait", "prepare_to_wait_exclusive", ["io_cqring_wait_schedule", "schedule"])
+		self.assertEqual(self.match([old], [new]), (["new"], ["a"]))
+
+	def test_near_misses(self):
+		old = rec("a", "foo_read", "wait_event", ["foo_ready", "mutex_lock"])
+		cases = [rec("b", "foo_read", "wait_event_timeout", ["foo_ready", "mutex_lock"]),  # other primitive
+			 rec("c", "foo_read", "wait_event", ["foo_ready", "mutex_lock"], file="drivers/x.c"),  # other file
+			 rec("d", "bar_write", "wait_event", ["foo_ready", "mutex_lock"]),  # other function
+			 rec("e", "foo_read", "wait_event", ["foo_ready", "msleep"])]  # other final primitive
+		for c in cases:
+			self.assertEqual(self.match([old], [c]), (["new"], ["a"]), c)
+
+	def test_one_to_one(self):
+		# two old sites in one function, one left: the same-name pair wins, the other is gone
+		old = [rec("a", "f", "wait_event", ["g", "mutex_lock"]), rec("z", "f_old", "wait_event", ["g", "mutex_lock"])]
+		new = [rec("b", "f", "wait_event", ["h", "x"], ["g", "mutex_lock"])]
+		self.assertEqual(self.match(old, new), (["changed"], ["z"]))
+		self.assertEqual(new[0]["baseline_match"]["fingerprint"], "a")
 
 
 class TriageTest(unittest.TestCase):
@@ -119,8 +175,11 @@ class TriageTest(unittest.TestCase):
 		data = json.loads(read(os.path.join(self.out, "findings.json")))
 		# an older run: one finding fewer, and one that has gone since
 		old = dict(data)
-		old["findings"] = data["findings"][1:] + [dict(data["findings"][0], fingerprint="0000000000000000",
-								function="removed_fn")]
+		# and one whose function was renamed since (same wait site and sleeping path: "changed")
+		f3 = data["findings"][3]
+		old["findings"] = data["findings"][1:3] + data["findings"][4:] + [
+			dict(data["findings"][0], fingerprint="0000000000000000", function="removed_fn"),
+			dict(f3, fingerprint="1111111111111111", function=f3["function"] + "_old")]
 		bp = os.path.join(self.tmp, "old.json")
 		with open(bp, "w") as f:
 			json.dump(old, f)
@@ -137,13 +196,21 @@ class TriageTest(unittest.TestCase):
 		new = json.loads(read(os.path.join(out2, "findings.json")))
 		states = [f["baseline"] for f in new["findings"]]
 		self.assertEqual(states.count("new"), 1)
-		self.assertEqual(states.count("unchanged"), 32)
+		self.assertEqual(states.count("changed"), 1)
+		self.assertEqual(states.count("unchanged"), 31)
+		ch = [f for f in new["findings"] if f["baseline"] == "changed"][0]
+		self.assertEqual(ch["fingerprint"], f3["fingerprint"])
+		self.assertEqual(ch["baseline_match"]["fingerprint"], "1111111111111111")
+		self.assertIn("function renamed from %s_old()" % f3["function"], ch["baseline_match"]["why"])
 		self.assertEqual([g["function"] for g in new["gone"]], ["removed_fn"])
 		idx = read(os.path.join(out2, "index.md"))
-		self.assertIn("1 new (marked `>>`), 1 gone.", idx)
+		self.assertIn("1 new (marked `>>`), 1 changed, 31 unchanged, 1 gone.", idx)
 		self.assertIn("gone: `drivers/dev/dev.c` removed_fn()", idx)
 		self.assertIn("| high | ", idx)
-		self.assertRegex(idx, r"\| high \| \d+ \| 2 \| 1 \| 50% \|")
+		self.assertRegex(idx, r"\| high \| \d+ \| 2 \| 1 \| 0 \| 50% \|")
+		self.assertIn("How a verdict is chosen:", idx)
+		allsec = "".join(read(os.path.join(out2, n)) for n in os.listdir(out2) if n.endswith(".md"))
+		self.assertIn("- since the baseline: changed (function renamed from %s_old()" % f3["function"], allsec)
 		sec = [n for n in os.listdir(out2) if n.endswith(".md") and n != "index.md"][0]
 		self.assertIn("## >> ", read(os.path.join(out2, sec)))
 		self.assertIn("hand review: **true** - takes a mutex", read(os.path.join(out2, sec)))
@@ -153,6 +220,7 @@ class TriageTest(unittest.TestCase):
 		self.assertNotIn("ready to rebase onto mainline", read(os.path.join(out2, sec)))
 		sarif = json.loads(read(os.path.join(out2, "findings.sarif")))
 		self.assertEqual(sum(1 for x in sarif["runs"][0]["results"] if x.get("baselineState") == "new"), 1)
+		self.assertEqual(sum(1 for x in sarif["runs"][0]["results"] if x.get("baselineState") == "updated"), 1)
 
 	def test_triage_bad_label(self):
 		lp = os.path.join(self.tmp, "bad-labels.json")

@@ -16,13 +16,17 @@ Writes, to DIR (default reports/<tree-id>), through DIR.tmp and a rename:
 
 Fingerprints do not depend on line numbers (file, function, wait primitive,
 chain), so BASELINE= marks what is new (">>", as the test robot does) and
-lists what has gone.  Hand labels live in reports/labels/<tree-id>.json
+lists what has gone.  A finding whose fingerprint is not in the baseline is
+still "changed", not new, when a gone one has the same file and wait
+primitive, a sleeping path with the same first call and final sleeping
+primitive, and the same or a renamed function (match_baseline()).  Hand labels live in reports/labels/<tree-id>.json
 (fingerprint -> verdict and reason) and survive a new run.
 """
 
 import argparse
 import collections
 import datetime
+import difflib
 import json
 import os
 import re
@@ -40,6 +44,22 @@ PY = "/usr/bin/python3"
 RULE = "cocci/nested_sleep.cocci"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 VERDICTS = ("true", "false-positive", "harmless")
+
+
+# How a hand label is chosen; written into every index.md.
+VERDICT_RULES = [
+	"How a verdict is chosen:", "",
+	"- `true`: on a path the code means to take, a call in the window blocks, or warns "
+	"`do not call blocking ops when !TASK_RUNNING` under CONFIG_DEBUG_ATOMIC_SLEEP, while the state set "
+	"for the outer wait is still non-running. The wait can then lose a wakeup or spin, or the kernel warns. "
+	"How rare the path is (resume, error recovery, the first pass of a kthread loop) does not matter.",
+	"- `harmless`: the state is really overwritten in the window, but nothing warns, spins or loses a wakeup: "
+	"the call replaces the pending sleep by design (kthread_parkme(), msleep() or usleep_range() with no "
+	"schedule() after it), or the nesting is only on a path the code itself flags as a bug with WARN(). "
+	"Nothing needs fixing, or `sched_annotate_sleep()` documents it.",
+	"- `false-positive`: no path reaches a sleeping call in the window: the state is restored first, the "
+	"callee cannot sleep with the flags or arguments it gets, the two branches never combine, or the code "
+	"is not built.", ""]
 
 
 class UserError(Exception):
@@ -178,7 +198,7 @@ def to_sarif(findings, tid, nver):
 				       "fix": (f.get("fix") or {}).get("status", "none")},
 		}
 		if f.get("baseline"):
-			r["baselineState"] = f["baseline"]
+			r["baselineState"] = {"changed": "updated"}.get(f["baseline"], f["baseline"])
 		if steps:
 			r["codeFlows"] = [{"threadFlows": [{"locations": steps}]}]
 		results.append(r)
@@ -282,13 +302,10 @@ def build(a):
 			    "patch_status": series.get(f["fingerprint"], {}).get("status",
 							("generated, not tested" if fx.get("status") == "patch" else "")),
 			    "confidence_reason": confidence_reason(f)})
-		if base is not None:
-			rec["baseline"] = "unchanged" if f["fingerprint"] in base else "new"
 		recs.append(rec)
 	gone = []
 	if base is not None:
-		now = set(f["fingerprint"] for f in recs)
-		gone = [r for fp, r in base.items() if fp not in now]
+		gone = match_baseline(base, recs)
 	nver, sver = tool_versions()
 	tmp = out + ".tmp"
 	shutil.rmtree(tmp, ignore_errors=True)
@@ -301,7 +318,8 @@ def build(a):
 	bysec = collections.OrderedDict()
 	for r in sorted(recs, key=lambda r: (r["section"], r["file"], r["line"])):
 		bysec.setdefault(r["section"], []).append(r)
-	cmd = "make triage KDIR=%s%s" % (a.kdir_shown or kdir, (" M=" + a.m) if a.m else "")
+	cmd = "make triage KDIR=%s%s%s" % (a.kdir_shown or kdir, (" M=" + a.m) if a.m else "",
+					   (" BASELINE=" + os.path.relpath(a.baseline, TOP)) if a.baseline else "")
 	for sname, rs in bysec.items():
 		with open(os.path.join(tmp, slug(sname) + ".md"), "w") as f:
 			f.write(section_md(sname, rs, kdir, series, a.kdir_shown or kdir))
@@ -312,8 +330,9 @@ def build(a):
 		shutil.rmtree(out)
 	os.rename(tmp, out)
 	log("%d findings in %d sections%s; written to %s" % (
-		len(recs), len(bysec), ("; %d new, %d gone since the baseline" % (
-			sum(1 for r in recs if r.get("baseline") == "new"), len(gone))) if base is not None else "", out))
+		len(recs), len(bysec), ("; %d new, %d changed, %d gone since the baseline" % (
+			sum(1 for r in recs if r.get("baseline") == "new"),
+			sum(1 for r in recs if r.get("baseline") == "changed"), len(gone))) if base is not None else "", out))
 	return 0
 
 
@@ -354,10 +373,13 @@ def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, ha
 	L += ["By shape: " + ", ".join("%s %d" % kv for kv in sorted(shapes.items())), ""]
 	L += ["## Precision (hand labels)", "",
 	      "Labels: `%s` (fingerprint -> verdict, reason). A finding counts as correct when the nested "
-	      "sleep is real (`true`) or real but harmless (`harmless`)." % os.path.relpath(labels_path, TOP), "",
-	      "| confidence | findings | labelled | correct | precision |", "|---|---|---|---|---|"]
+	      "sleep is real (`true`) or real but harmless (`harmless`)." % os.path.relpath(labels_path, TOP), ""]
+	L += VERDICT_RULES
+	L += ["| confidence | findings | labelled | correct | of which harmless | precision |", "|---|---|---|---|---|---|"]
 	for c, (n, nl, tp) in precision(recs).items():
-		L.append("| %s | %d | %d | %d | %s |" % (c, n, nl, tp, ("%.0f%%" % (100.0 * tp / nl)) if nl else "n/a"))
+		hl = sum(1 for r in recs if r["confidence"] == c and r.get("verdict") == "harmless")
+		L.append("| %s | %d | %d | %d | %d | %s |" % (c, n, nl, tp, hl,
+							  ("%.0f%%" % (100.0 * tp / nl)) if nl else "n/a"))
 	L.append("")
 	L += ["## Subsystems", "",
 	      "Grouped by the most specific MAINTAINERS section of each file (`scripts/get_maintainer.pl --sections`).",
@@ -390,7 +412,15 @@ def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, ha
 		L.append("")
 	if has_base:
 		new = [r for r in recs if r.get("baseline") == "new"]
-		L += ["## Since the baseline", "", "%d new (marked `>>`), %d gone." % (len(new), len(gone)), ""]
+		changed = [r for r in recs if r.get("baseline") == "changed"]
+		L += ["## Since the baseline", "", "%d new (marked `>>`), %d changed, %d unchanged, %d gone." % (
+			len(new), len(changed), sum(1 for r in recs if r.get("baseline") == "unchanged"), len(gone)), "",
+		      "A changed finding has a new fingerprint but the same file, wait primitive and a sleeping "
+		      "path with the same first call and final primitive as a baseline finding.", ""]
+		for r in changed:
+			m = r["baseline_match"]
+			L.append("- changed: `%s` %s() (%s): %s (was `%s`)" % (r["file"], r["function"], r["primitive"],
+									       m["why"], m["fingerprint"]))
 		for r in gone:
 			L.append("- gone: `%s` %s() (%s)" % (r["file"], r["function"], r.get("primitive", "")))
 		L.append("")
@@ -398,6 +428,60 @@ def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, ha
 
 
 boot_status = fixes.boot_status
+
+
+def _ends(f):
+	"""(first call, final sleeping primitive) of each sleeping path."""
+	paths = f.get("paths") or [{"chain": f.get("chain", [])}]
+	return set((p["chain"][0], p["chain"][-1]) for p in paths if p.get("chain"))
+
+
+def _renamed(a, b):
+	return a == b or difflib.SequenceMatcher(None, a, b).ratio() >= 0.8
+
+
+def match_baseline(base, recs):
+	"""Mark recs new, unchanged or changed against the baseline records.
+
+	The same fingerprint is "unchanged".  A finding left over is "changed"
+	when a left-over baseline finding has the same file and wait primitive,
+	shares a sleeping path's first call and final primitive, and its function
+	has the same or a close name (a rename like io_wqe_worker ->
+	io_wq_worker): the same bug, reached by an edited chain.  Pairs are taken
+	one to one, same function name first.  Returns the baseline records that
+	match nothing (gone)."""
+	left = {fp: r for fp, r in base.items()}
+	todo = []
+	for r in recs:
+		if r["fingerprint"] in base:
+			r["baseline"] = "unchanged"
+			left.pop(r["fingerprint"], None)
+		else:
+			todo.append(r)
+	pairs = []
+	for r in todo:
+		for fp, b in left.items():
+			if b["file"] != r["file"] or b.get("primitive") != r.get("primitive"):
+				continue
+			shared = _ends(b) & _ends(r)
+			if shared and _renamed(b["function"], r["function"]):
+				pairs.append((b["function"] != r["function"], -len(shared), r["fingerprint"], fp, r, b))
+	pairs.sort(key=lambda x: x[:4])
+	for _, _, _, fp, r, b in pairs:
+		if r.get("baseline") or fp not in left:
+			continue
+		del left[fp]
+		r["baseline"] = "changed"
+		why = []
+		if b["function"] != r["function"]:
+			why.append("function renamed from %s()" % b["function"])
+		if b.get("chain") != r.get("chain"):
+			why.append("first chain was %s" % " -> ".join(b.get("chain", [])))
+		r["baseline_match"] = {"fingerprint": fp, "function": b["function"], "line": b.get("line"),
+				       "why": "; ".join(why) or "same wait site"}
+	for r in todo:
+		r.setdefault("baseline", "new")
+	return list(left.values())
 
 
 def ready_for_mainline(r):
@@ -417,6 +501,9 @@ def section_md(sname, rs, kdir, series, kshown):
 		L += ["**%s**" % r["message"].split(" [confidence")[0].replace("*", "\\*"), ""]
 		L += ["- location: `%s:%d:%d` in `%s()`" % (r["file"], r["line"], r["col"], r["function"]),
 		      "- fingerprint: `%s`" % r["fingerprint"]]
+		if r.get("baseline") == "changed":
+			m = r["baseline_match"]
+			L.append("- since the baseline: changed (%s; was `%s`)" % (m["why"], m["fingerprint"]))
 		if r.get("verdict"):
 			L.append("- hand review: **%s** - %s" % (r["verdict"], r["verdict_reason"]))
 		for lt in r.get("later", []):
