@@ -47,6 +47,7 @@ import fixer  # noqa: E402
 VERSION = "0.1"
 SCAN_VERSION = 3
 MAX_DEPTH = 8          # hops from a wait site to a primitive
+MAX_ROUNDS = 4 * MAX_DEPTH  # summarize() stops improving witnesses after this
 MAX_CANDIDATES = 12    # definitions of one name we are willing to consider
 MAX_FANOUT = 8         # targets of one function pointer
 DEFAULT_COCCI = os.path.join(TOP, "cocci", "nested_sleep.cocci")
@@ -765,25 +766,25 @@ class Analysis:
 		return ("direct", defs)
 
 	def summarize(self):
-		"""Shortest witness chain from each node to a sleeping primitive."""
+		"""Best witness chain from each node to a sleeping primitive: fewest
+		doubts, then shortest, then by name (_better).  Rounds read only the
+		previous round's summaries, so the result does not depend on the
+		order in which the graph was built; a node's witness is replaced
+		whenever a better one appears, until nothing changes."""
 		summ = {}
-		for _ in range(MAX_DEPTH + 1):
-			changed = False
+		for _ in range(MAX_ROUNDS):
+			nxt = dict(summ)
 			for node, d in self.nodes.items():
-				if node in summ:
-					continue
-				best = None
+				best = summ.get(node)
 				for c, tg in d["calls"]:
 					w = self.witness(c, tg, summ, node[0])
 					if w is not None and (best is None or _better(w, best)):
 						best = w
-					if best is not None and best[3] == 0:
-						break
 				if best is not None:
-					summ[node] = best
-					changed = True
-			if not changed:
+					nxt[node] = best
+			if nxt == summ:
 				break
+			summ = nxt
 		self.summary = summ
 
 	def witness(self, c, tg, summ, at):
@@ -817,8 +818,11 @@ class Analysis:
 
 
 def _better(w, best):
-	"""Order of witnesses: fewer doubts, then shorter, then by name (stable)."""
-	return (w[3], len(w[0]), w[0]) < (best[3], len(best[0]), best[0])
+	"""Order of witnesses: fewer doubts; then one that does not end in a
+	scheduler entry point (for a set_current_state()/prepare_to_wait() site
+	that is usually the intended sleep, and costs the finding confidence);
+	then shorter, then by name (stable)."""
+	return (w[3], w[2] == "schedule", len(w[0]), w[0]) < (best[3], best[2] == "schedule", len(best[0]), best[0])
 
 
 def confidence(pen):
@@ -1028,8 +1032,12 @@ def analyse(a, ext):
 	finally:
 		shutil.rmtree(tmp, ignore_errors=True)
 
-	# resolve the calls found at the wait sites
+	# resolve the calls found at the wait sites, in a graph of their own: the
+	# tree-knowledge pass above (skipped on a warm run) built one from every
+	# window anchor, and reusing it would let chains run deeper than
+	# MAX_DEPTH from a site on a cold run only
 	t = time.time()
+	ana.nodes, ana.summary = {}, {}
 	recs = [r for rel in targets for r in results[rel]["recs"]]
 	recs += stmt_expr_records(tree, facts, kn, waiters, targets, recs)
 	roots = []

@@ -170,6 +170,40 @@ class WaitersTest(unittest.TestCase):
 		self.assertEqual(w["__wait_event_interruptible_timeout"]["cond"], 1)
 
 
+class SummarizeTest(unittest.TestCase):
+	"""The witness of a node must not depend on the order the graph was built in."""
+
+	def graph(self, order):
+		def prim(name, group):
+			return ({"name": name, "line": 1}, ("prim", [], (group, "warns")))
+
+		def call(name, node):
+			return ({"name": name, "line": 2}, ("direct", [node]))
+		A, B, C = ("a.c", "outer", "f"), ("a.c", "over_high", "f"), ("b.c", "wait_acct_move", "f")
+		D, E = ("c.c", "deep", "f"), ("c.c", "deeper", "f")
+		nodes = {
+			# try_charge_memcg() in 6.12: two chains of the same length; the one
+			# that ends in a scheduler entry point must lose
+			A: {"calls": [call("over_high", B), call("wait_acct_move", C), call("deep", D)]},
+			B: {"calls": [prim("schedule_timeout_killable", "schedule")]},
+			C: {"calls": [prim("prepare_to_wait", "wait_event")]},
+			D: {"calls": [call("deeper", E)]},
+			E: {"calls": [prim("mutex_lock", "mutex")]},
+		}
+		ana = nestsleep.Analysis.__new__(nestsleep.Analysis)
+		ana.nodes = {k: nodes[k] for k in order}
+		ana.summarize()
+		return ana.summary, A
+
+	def test_order_independent(self):
+		keys = [("a.c", "outer", "f"), ("a.c", "over_high", "f"), ("b.c", "wait_acct_move", "f"),
+			("c.c", "deep", "f"), ("c.c", "deeper", "f")]
+		s1, a = self.graph(keys)
+		s2, _ = self.graph(list(reversed(keys)))
+		self.assertEqual(s1, s2)
+		self.assertEqual(s1[a][0], ["wait_acct_move", "prepare_to_wait"])
+
+
 class CliTest(unittest.TestCase):
 	"""Bad input: one clear line on stderr, non-zero exit, no traceback."""
 

@@ -186,7 +186,8 @@ class TriageTest(unittest.TestCase):
 		labels = {"labels": {data["findings"][1]["fingerprint"]: {"verdict": "true", "reason": "takes a mutex",
 									 "later": [{"tree": "linux-6.12.1", "class": "fixed",
 										    "evidence": "converted to wait_woken()"}]},
-				     data["findings"][2]["fingerprint"]: {"verdict": "false-positive", "reason": "x"}}}
+				     data["findings"][2]["fingerprint"]: {"verdict": "false-positive", "reason": "x"},
+				     "ffffffffffffffff": {"verdict": "false-positive", "reason": "y", "site": "a.c:1 f()"}}}
 		lp = os.path.join(self.tmp, "labels.json")
 		with open(lp, "w") as f:
 			json.dump(labels, f)
@@ -209,6 +210,7 @@ class TriageTest(unittest.TestCase):
 		self.assertIn("| high | ", idx)
 		self.assertRegex(idx, r"\| high \| \d+ \| 2 \| 1 \| 0 \| 50% \|")
 		self.assertIn("How a verdict is chosen:", idx)
+		self.assertIn("1 labelled findings are no longer reported by this version of nestsleep (false-positive 1)", idx)
 		allsec = "".join(read(os.path.join(out2, n)) for n in os.listdir(out2) if n.endswith(".md"))
 		self.assertIn("- since the baseline: changed (function renamed from %s_old()" % f3["function"], allsec)
 		sec = [n for n in os.listdir(out2) if n.endswith(".md") and n != "index.md"][0]

@@ -324,8 +324,10 @@ def build(a):
 		with open(os.path.join(tmp, slug(sname) + ".md"), "w") as f:
 			f.write(section_md(sname, rs, kdir, series, a.kdir_shown or kdir))
 	with open(os.path.join(tmp, "index.md"), "w") as f:
+		now = set(r["fingerprint"] for r in recs)
+		stale = {fp: lab for fp, lab in labels.items() if fp not in now and lab.get("verdict")}
 		f.write(index_md(tid, kdir, nver, sver, cmd, data.get("coverage", {}), recs, bysec, gone, labels_path,
-				 base is not None))
+				 base is not None, stale))
 	if os.path.isdir(out):
 		shutil.rmtree(out)
 	os.rename(tmp, out)
@@ -340,7 +342,7 @@ def pct(a, b):
 	return "%.1f%%" % (100.0 * a / b) if b else "n/a"
 
 
-def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, has_base):
+def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, has_base, stale=None):
 	L = ["# nestsleep triage report: %s" % tid, ""]
 	L += ["| | |", "|---|---|",
 	      "| tree | `%s` (%s) |" % (tid, os.path.basename(kdir)),
@@ -381,6 +383,11 @@ def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, ha
 		L.append("| %s | %d | %d | %d | %d | %s |" % (c, n, nl, tp, hl,
 							  ("%.0f%%" % (100.0 * tp / nl)) if nl else "n/a"))
 	L.append("")
+	if stale:
+		v = collections.Counter(lab["verdict"] for lab in stale.values())
+		L += ["%d labelled findings are no longer reported by this version of nestsleep (%s); they are not "
+		      "in the table: %s." % (len(stale), ", ".join("%s %d" % kv for kv in sorted(v.items())),
+					      ", ".join("`%s` %s" % (fp, stale[fp].get("site", "")) for fp in sorted(stale))), ""]
 	L += ["## Subsystems", "",
 	      "Grouped by the most specific MAINTAINERS section of each file (`scripts/get_maintainer.pl --sections`).",
 	      "", "| section | maintainers | list | high | medium | low | patches | patch status |",
