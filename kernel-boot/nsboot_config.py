@@ -209,6 +209,7 @@ class SymbolDef:
 	prompt_if: List[str] = field(default_factory=list)
 	depends: List[str] = field(default_factory=list)
 	context: List['_Frame'] = field(default_factory=list)
+	defaults: List[Tuple[str, str]] = field(default_factory=list)	# (value, 'if' condition)
 
 	def all_depends(self) -> List[str]:
 		"""Its own 'depends on' plus those of the enclosing if/menu/choice."""
@@ -483,6 +484,11 @@ class KconfigTree:
 					sym.prompt_if.append(cond)
 		elif word in ('def_bool', 'def_tristate'):
 			sym.type = word[4:]
+			val, _, cond = rest.partition(' if ')
+			sym.defaults.append((val.strip(), cond.strip()))
+		elif word == 'default':
+			val, _, cond = rest.partition(' if ')
+			sym.defaults.append((val.strip(), cond.strip()))
 		elif word == 'prompt':
 			prompt, cond = _prompt_and_cond(rest)
 			sym.prompt = True
@@ -742,7 +748,21 @@ def resolve_step(tree: 'KconfigTree', wanted: Sequence[str], values: Dict[str, s
 			sels = [(s, c) for s, c in tree.selected_by.get(name, [])
 				if s in tree.symbols and any(d.prompt for d in tree.symbols[s])]
 			if not sels:
-				why.append(f'{name}: no prompt and nothing selects it')
+				# a promptless bool with 'default EXPR' (SPI_MASTER is
+				# 'default SPI'): what makes its depends and EXPR true
+				dflt = [(d, v, c) for d in defs if d.type in ('bool', 'tristate')
+					for v, c in d.defaults if v not in ('n', '"n"')]
+				if not dflt:
+					why.append(f'{name}: no prompt and nothing selects it')
+					continue
+				d, v, c = dflt[0]
+				terms = d.all_depends() + ([v] if v not in ('y', 'm') else []) + ([c] if c else [])
+				if terms:
+					mine: List[str] = []
+					sub: List[str] = []
+					_needs(tree, _Expr(' && '.join(f'({x})' for x in terms)).tree, values, mine, sub)
+					add.extend(mine)
+					why.extend(f'{name}: {w}' for w in sub)
 				continue
 			if any(values.get(s) == 'y' for s, _ in sels):
 				d = defs[0]

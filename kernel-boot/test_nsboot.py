@@ -515,6 +515,13 @@ class ResolveTest(unittest.TestCase):
 		self.assertIn('PMAC_ONLY: none of ((PPC_PMAC || MAC)) exists on x86', why[0])
 		self.assertIn('no such symbol', self.step('NO_SUCH_DRIVER')[1][0])
 
+	def test_promptless_symbol_follows_its_default(self) -> None:
+		# SPI_MASTER has no prompt and no selector: 'default SPI' inside 'if SPI'
+		self.assertEqual(self.step('MTD_SPI_NOR'), (['SPI_MASTER'], []))
+		self.assertEqual(self.step('SPI_MASTER'), (['SPI'], []))
+		self.values['SPI'] = 'y'
+		self.assertEqual(self.step('SPI_MASTER'), ([], []))
+
 	def test_already_on_needs_nothing(self) -> None:
 		self.values.update(PCI='y', COMPILE_TEST='y', RADIO_FOO='y')
 		self.assertEqual(self.step('RADIO_FOO'), ([], []))
