@@ -294,8 +294,14 @@ def realtree_checks(res, only):
 			res.add(name, False, 0, "no kernel tree at %s (run make setup)" % KTREE)
 			continue
 		out_json = tempfile.mktemp(prefix="nestsleep-rt-", suffix=".json")
+		tree = KTREE
 		try:
-			proc = run_tool(KTREE, ["--only"] + spec["files"] + ["--json", out_json],
+			if spec.get("apply"):
+				tree, err = patched_copy(spec["apply"], spec["files"])
+				if err:
+					res.add(name, False, time.time() - t, err)
+					continue
+			proc = run_tool(tree, ["--only"] + spec["files"] + ["--json", out_json],
 					timeout=spec.get("timeout", 1200), cache=CACHE)
 			detail = ""
 			ok = proc.returncode == 0 and os.path.exists(out_json)
@@ -304,16 +310,19 @@ def realtree_checks(res, only):
 					data = json.load(f)
 				bad = [fd for fd in data["findings"] if fd["function"] in spec["must_not_report"]]
 				for fd in data["findings"]:
-					with open(os.path.join(KTREE, fd["file"]), errors="replace") as src:
+					with open(os.path.join(tree, fd["file"]), errors="replace") as src:
 						text = src.read().splitlines()[fd["line"] - 1]
 					if any(s in text for s in spec.get("must_not_report_lines_containing", [])) and fd not in bad:
 						bad.append(fd)
 				for fd in bad:
 					detail += "reported a fixed site: %s:%d %s\n" % (fd["file"], fd["line"], fd["message"])
 				for want in spec.get("must_report", []):
-					if not any(fd["file"] == want["file"] and want["chain_contains"] in fd["chain"]
+					if not any(fd["file"] == want["file"] and
+						   ("chain_contains" not in want or want["chain_contains"] in fd["chain"]) and
+						   ("function" not in want or want["function"] == fd["function"])
 						   for fd in data["findings"]):
-						detail += "missed the positive control in %s (%s)\n" % (want["file"], want["chain_contains"])
+						detail += "missed the positive control in %s (%s)\n" % (
+							want["file"], want.get("chain_contains") or want.get("function"))
 				cov = data["coverage"]
 				if cov["failed"] or cov["timeout"]:
 					detail += "note: parse failures %s, timeouts %s\n" % (cov["failed"], cov["timeout"])
@@ -327,6 +336,28 @@ def realtree_checks(res, only):
 		finally:
 			if os.path.exists(out_json):
 				os.unlink(out_json)
+			if tree != KTREE:
+				shutil.rmtree(os.path.dirname(tree), ignore_errors=True)
+
+
+def patched_copy(patch, files):
+	"""A hard-link copy of KTREE with patch applied; the patched files are
+	copied first, so the tree under the cache is never written.  Returns
+	(tree, error)."""
+	top = tempfile.mkdtemp(prefix="nestsleep-rt-tree-", dir=os.path.dirname(CACHE))
+	tree = os.path.join(top, "linux")
+	if subprocess.run(["cp", "-al", KTREE, tree]).returncode != 0:
+		return tree, "cannot make a hard-link copy of %s" % KTREE
+	for rel in files:
+		dst = os.path.join(tree, rel)
+		tmp = dst + ".nestsleep-copy"
+		shutil.copyfile(dst, tmp)
+		os.replace(tmp, dst)
+	p = subprocess.run(["patch", "-p1", "-s", "-d", tree, "-i", os.path.join(TOP, patch)],
+			   capture_output=True, text=True)
+	if p.returncode != 0:
+		return tree, "%s does not apply to %s: %s" % (patch, KTREE, (p.stdout + p.stderr)[-500:])
+	return tree, ""
 
 
 CHECK_TIMEOUT = int(os.environ.get("NESTSLEEP_CHECK_TIMEOUT", "2400"))
