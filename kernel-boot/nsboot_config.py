@@ -482,11 +482,9 @@ class KconfigTree:
 				sym.prompt = True
 				if cond:
 					sym.prompt_if.append(cond)
-		elif word in ('def_bool', 'def_tristate'):
-			sym.type = word[4:]
-			val, _, cond = rest.partition(' if ')
-			sym.defaults.append((val.strip(), cond.strip()))
-		elif word == 'default':
+		elif word in ('def_bool', 'def_tristate', 'default'):
+			if word != 'default':
+				sym.type = word[4:]
 			val, _, cond = rest.partition(' if ')
 			sym.defaults.append((val.strip(), cond.strip()))
 		elif word == 'prompt':
@@ -744,6 +742,7 @@ def resolve_step(tree: 'KconfigTree', wanted: Sequence[str], values: Dict[str, s
 			why.append(f'{name}: no such symbol in {tree.srcarch} Kconfig')
 			continue
 		prompted = [d for d in defs if d.prompt]
+		extra: List[str] = []	# a promptless symbol's default expression
 		if not prompted:
 			sels = [(s, c) for s, c in tree.selected_by.get(name, [])
 				if s in tree.symbols and any(d.prompt for d in tree.symbols[s])]
@@ -756,15 +755,8 @@ def resolve_step(tree: 'KconfigTree', wanted: Sequence[str], values: Dict[str, s
 					why.append(f'{name}: no prompt and nothing selects it')
 					continue
 				d, v, c = dflt[0]
-				terms = d.all_depends() + ([v] if v not in ('y', 'm') else []) + ([c] if c else [])
-				if terms:
-					mine: List[str] = []
-					sub: List[str] = []
-					_needs(tree, _Expr(' && '.join(f'({x})' for x in terms)).tree, values, mine, sub)
-					add.extend(mine)
-					why.extend(f'{name}: {w}' for w in sub)
-				continue
-			if any(values.get(s) == 'y' for s, _ in sels):
+				extra = ([v] if v not in ('y', 'm') else []) + ([c] if c else [])
+			elif any(values.get(s) == 'y' for s, _ in sels):
 				d = defs[0]
 			else:
 				# the selector that is cheapest to turn on here: no
@@ -784,7 +776,7 @@ def resolve_step(tree: 'KconfigTree', wanted: Sequence[str], values: Dict[str, s
 				continue
 		else:
 			d = prompted[0]
-		terms = [x for x in d.all_depends() + d.prompt_if]
+		terms = d.all_depends() + d.prompt_if + extra
 		if not terms:
 			continue
 		expr = _Expr(' && '.join(f'({x})' for x in terms)).tree

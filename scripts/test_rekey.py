@@ -4,6 +4,7 @@ new fingerprint at the same wait site, and nowhere else."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,6 +40,9 @@ class RekeyTest(unittest.TestCase):
 				   ("fixes/series.json", self.series), ("fixes/boottest.json", self.boot)):
 			with open(os.path.join(self.tmp, name), "w") as f:
 				json.dump(data, f)
+
+	def tearDown(self):
+		shutil.rmtree(self.tmp, ignore_errors=True)
 
 	def run_rekey(self, *extra):
 		p = lambda n: os.path.join(self.tmp, n)  # noqa: E731

@@ -19,8 +19,9 @@ chain), so BASELINE= marks what is new (">>", as the test robot does) and
 lists what has gone.  A finding whose fingerprint is not in the baseline is
 still "changed", not new, when a gone one has the same file and wait
 primitive, a sleeping path with the same first call and final sleeping
-primitive, and the same or a renamed function (match_baseline()).  Hand labels live in reports/labels/<tree-id>.json
-(fingerprint -> verdict and reason) and survive a new run.
+primitive, and the same or a renamed function (match_baseline()).  Hand
+labels live in reports/labels/<tree-id>.json (fingerprint -> verdict and
+reason) and survive a new run.
 """
 
 import argparse
@@ -241,7 +242,7 @@ def precision(findings):
 		fs = [f for f in findings if f["confidence"] == c]
 		lab = [f for f in fs if f.get("verdict")]
 		tp = sum(1 for f in lab if f["verdict"] in ("true", "harmless"))
-		rows[c] = (len(fs), len(lab), tp)
+		rows[c] = (len(fs), len(lab), tp, sum(1 for f in lab if f["verdict"] == "harmless"))
 	return rows
 
 
@@ -323,9 +324,9 @@ def build(a):
 	for sname, rs in bysec.items():
 		with open(os.path.join(tmp, slug(sname) + ".md"), "w") as f:
 			f.write(section_md(sname, rs, kdir, series, a.kdir_shown or kdir))
+	now = set(r["fingerprint"] for r in recs)
+	stale = {fp: lab for fp, lab in labels.items() if fp not in now and lab.get("verdict")}
 	with open(os.path.join(tmp, "index.md"), "w") as f:
-		now = set(r["fingerprint"] for r in recs)
-		stale = {fp: lab for fp, lab in labels.items() if fp not in now and lab.get("verdict")}
 		f.write(index_md(tid, kdir, nver, sver, cmd, data.get("coverage", {}), recs, bysec, gone, labels_path,
 				 base is not None, stale))
 	if os.path.isdir(out):
@@ -378,8 +379,7 @@ def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, ha
 	      "sleep is real (`true`) or real but harmless (`harmless`)." % os.path.relpath(labels_path, TOP), ""]
 	L += VERDICT_RULES
 	L += ["| confidence | findings | labelled | correct | of which harmless | precision |", "|---|---|---|---|---|---|"]
-	for c, (n, nl, tp) in precision(recs).items():
-		hl = sum(1 for r in recs if r["confidence"] == c and r.get("verdict") == "harmless")
+	for c, (n, nl, tp, hl) in precision(recs).items():
 		L.append("| %s | %d | %d | %d | %d | %s |" % (c, n, nl, tp, hl,
 							  ("%.0f%%" % (100.0 * tp / nl)) if nl else "n/a"))
 	L.append("")
@@ -422,8 +422,7 @@ def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, ha
 		changed = [r for r in recs if r.get("baseline") == "changed"]
 		L += ["## Since the baseline", "", "%d new (marked `>>`), %d changed, %d unchanged, %d gone." % (
 			len(new), len(changed), sum(1 for r in recs if r.get("baseline") == "unchanged"), len(gone)), "",
-		      "A changed finding has a new fingerprint but the same file, wait primitive and a sleeping "
-		      "path with the same first call and final primitive as a baseline finding.", ""]
+		      CHANGED_RULE, ""]
 		for r in changed:
 			m = r["baseline_match"]
 			L.append("- changed: `%s` %s() (%s): %s (was `%s`)" % (r["file"], r["function"], r["primitive"],
@@ -435,6 +434,10 @@ def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, ha
 
 
 boot_status = fixes.boot_status
+
+
+CHANGED_RULE = ("A changed finding has a new fingerprint but the same file, wait primitive and a sleeping "
+		"path (first call and final primitive) as a baseline finding, in the same or a renamed function.")
 
 
 def _ends(f):
