@@ -518,11 +518,24 @@ def pick_name(taken, choices):
 
 
 class Fixer:
-	def __init__(self, kdir, kn, tree=None, facts=None, ana=None):
+	def __init__(self, kdir, kn, tree=None, facts=None, ana=None, m_abs=None):
 		self.kdir, self.kn = kdir, kn
 		self.tree, self.facts, self.ana = tree, facts, ana
+		self.m_abs = m_abs
 		self.files = {}
 		self.table = kn.waiters
+		self.rule = None
+		if tree is not None and facts is not None:
+			import wakers
+			self.rule = wakers.WakerRule(self, kn)
+
+	def wakers(self, u, rel, func, queue, state, stop_tested, span):
+		"""The waker rule (scripts/wakers.py): every direct waker of the
+		task is converted to a wakeup of queue, or the site is refused."""
+		if self.rule is None:
+			raise Refuse("manual", "no tree facts to search the wakers with")
+		self.rule.check({"rel": rel, "func": func, "queue": queue, "state": state,
+				 "stop_tested": stop_tested, "span": span}, u)
 
 	def text(self, rel):
 		if rel not in self.files:
@@ -535,6 +548,10 @@ class Fixer:
 		"""Attach a 'fix' record to every finding; return the units."""
 		units = {}
 		refused = {}
+		if self.rule is not None:
+			self.rule.prepare(sorted(set((f["file"], f["function"]) for f in findings
+						     if not f.get("locked") and f["shape"] in ("wait_event", "prepare_to_wait",
+											"set_current_state"))))
 		for f in findings:
 			key = (f["file"], f["function"])
 			if key in refused:
@@ -618,8 +635,16 @@ class Fixer:
 			new = apply_edits(ft.t, edits_by_file[rel])
 			a = ft.t.splitlines(True)
 			b = new.splitlines(True)
-			out += difflib.unified_diff(a, b, "a/" + rel, "b/" + rel, n=3)
+			shown = self.shown(rel)
+			out += difflib.unified_diff(a, b, "a/" + shown, "b/" + shown, n=3)
 		return "".join(x if x.endswith("\n") else x + "\n\\ No newline at end of file\n" for x in out)
+
+	def shown(self, rel):
+		"""The path a diff names: relative to M= for an external module, so
+		that 'cd M && patch -p1' applies it."""
+		if os.path.isabs(rel) and self.m_abs and rel.startswith(self.m_abs.rstrip("/") + "/"):
+			return os.path.relpath(rel, self.m_abs)
+		return rel
 
 	# -- shared pieces -------------------------------------------------------
 
@@ -840,11 +865,8 @@ class Fixer:
 			u.confidence = lower(u.confidence)
 		if cmd:
 			u.caveats.append("%s: cmd1 and cmd2 now run in TASK_RUNNING around wait_woken()" % prim)
-		if "kthread_should_stop()" in cond:
-			u.caveats.append("the condition tests kthread_should_stop(): kthread_stop() still ends the "
-					 "wait (wait_woken() checks it), but a wake_up_process() of this thread that is "
-					 "meant to end the wait is no longer seen; check the wakers")
-			u.confidence = lower(u.confidence)
+		self.wakers(u, rel, f["function"], wq, state, "kthread_should_stop()" in args[v["cond"]],
+			    (ctx["stmt"], ctx["repl_e"]))
 		if sig:
 			u.caveats.append("signals: %s is tested after the condition, as ___wait_event() does, and "
 					 "gives -ERESTARTSYS" % sig)
@@ -1173,6 +1195,8 @@ class Fixer:
 				raise Refuse("manual", "finish_wait() before the wait loop")
 			u.add(rel, Edit(p, p + len("finish_wait"), "remove_wait_queue"))
 		self.replace_schedules(ft, u, rel, bo, bc, entry, state, name)
+		self.wakers(u, rel, f["function"], q, state, bool(re.search(r"\bkthread_should_stop\s*\(",
+									   m[min(lstart, ls0):bc])), (min(lstart, ls0), bc))
 		u.reasons.append("the %s() loop becomes an add_wait_queue()/wait_woken()/remove_wait_queue() loop: "
 				 "the code between the old %s() and schedule() now runs in TASK_RUNNING, and a wakeup "
 				 "that comes while it runs is kept by WQ_FLAG_WOKEN" % (name, name))
@@ -1287,139 +1311,13 @@ class Fixer:
 		if not any(flat(t, m, x[2] + 1, x[3]) == "%s, %s" % (q, ent) for x in rems if x[1] > bc):
 			raise Refuse("manual", "no remove_wait_queue() after the loop")
 		self.replace_schedules(ft, u, rel, bo, bc, entry, state, first[0])
-		self.convert_wakers(f, u, ft, o, c, q, state)
+		lstart = loop[0] if loop else ls0
+		self.wakers(u, rel, f["function"], q, state, bool(re.search(r"\bkthread_should_stop\s*\(",
+									   m[min(lstart, ls0):bc])), (min(lstart, ls0), bc))
 		u.reasons.append("the %s() loop on %s becomes a wait_woken() loop, and the wake_up_process() "
 				 "wakers of the thread become wake_up*() calls on that queue, so that "
 				 "woken_wake_function() sees every wakeup" % (first[0], q))
 		u.confidence = lower(u.confidence)
-
-	def func_at(self, rel, pos):
-		"""(name, facts record) of the function around pos in rel."""
-		ft = self.text(rel)
-		line = ft.t.count("\n", 0, pos) + 1
-		if self.facts is None:
-			return None, None
-		for name, fn in self.facts.get(rel)["functions"].items():
-			if fn["line"] <= line <= fn["end"]:
-				return name, fn
-		return None, None
-
-	def convert_wakers(self, f, u, ft, o, c, q, state):
-		"""Every wake_up_process(<base>-><member>) of the waiting thread,
-		searched in the files of the loop's directory, becomes a wake_up()
-		of the queue q.  Any waker that cannot be converted stops the patch:
-		a half-converted loop loses wakeups."""
-		rel = f["file"]
-		m = ft.m
-		if self.facts is None or self.tree is None:
-			raise Refuse("manual", "no tree facts to search the wakers with")
-		fname, fn = self.func_at(rel, o)
-		if fn is None:
-			raise Refuse("manual", "cannot find the loop's function in the facts")
-		locs = fn["locals"]
-		d = os.path.dirname(rel)
-		files = sorted(r for r in self.tree.files if os.path.dirname(r) == d and r.endswith((".c", ".h")))
-		d = d or "."
-		self.facts.ensure(files)
-		# which task pointer the wakers use: base->member = current in the
-		# loop function, or base->member = kthread_run/create(loop function)
-		task = None
-		mm = re.search(r"\b([A-Za-z_]\w*)\s*->\s*([A-Za-z_]\w*)\s*=\s*current\s*;", m[o:c])
-		if mm and mm.group(1) in locs:
-			task = (locs[mm.group(1)].rstrip("*"), mm.group(2))
-		else:
-			rx = re.compile(r"\b([A-Za-z_]\w*)\s*->\s*([A-Za-z_]\w*)\s*=\s*kthread_(?:run|create)\w*\s*\(\s*%s\b"
-					% re.escape(fname))
-			for r in files:
-				wt = self.text(r)
-				for km in rx.finditer(wt.m):
-					wf, wfn = self.func_at(r, km.start())
-					if wfn and km.group(1) in wfn["locals"]:
-						task = (wfn["locals"][km.group(1)].rstrip("*"), km.group(2))
-						break
-				if task:
-					break
-		if task is None:
-			if re.search(r"=\s*current\s*;", m[o:c]):
-				raise Refuse("manual", "%s() stores its task pointer in a way the waker search does not "
-					     "follow" % fname)
-			# a task in a system call, say: nothing records it for a
-			# wake_up_process(), so its wakers go through the queue
-			u.caveats.append("wakers: %s() stores no task pointer (no 'x->task = current', no "
-					 "kthread_run(%s, ...) in %s/), so a wake_up_process() cannot target it and its "
-					 "wakers reach it through %s; a pointer stored by a caller is not searched" % (
-						 fname, fname, d, q))
-			return
-		stype, member = task
-		bases = [v for v, ty in locs.items() if ty.rstrip("*") == stype]
-		if len(bases) != 1:
-			raise Refuse("manual", "the loop function has no single struct %s pointer to reach the "
-				     "queue from" % stype)
-		base = bases[0]
-		qx = self.queue_expr(ft, o, c, q, base, locs)
-		wake = "wake_up_interruptible" if state == "TASK_INTERRUPTIBLE" else "wake_up"
-		found = 0
-		rxw = re.compile(r"\b(wake_up_process|wake_up_state)\s*\(")
-		for r in files:
-			wt = self.text(r)
-			for wm in rxw.finditer(wt.m):
-				po = wm.end() - 1
-				pc = match_close(wt.m, po)
-				args = [flat(wt.t, wt.m, x, y) for x, y in split_top(wt.m, po + 1, pc)]
-				am = re.match(r"^([A-Za-z_]\w*)\s*->\s*%s$" % re.escape(member), args[0] or "")
-				wf, wfn = self.func_at(r, wm.start())
-				if am is None:
-					# a copy of the task pointer in a local?
-					if wfn and re.match(r"^[A-Za-z_]\w*$", args[0] or "") and re.search(
-							r"\b%s\s*=\s*[^;]*->\s*%s\b" % (re.escape(args[0]), re.escape(member)),
-							wt.m[wt.offset(wfn["line"], 0):wt.offset(min(wfn["end"] + 1,
-								wt.t.count("\n") + 1), 0)]):
-						raise Refuse("manual", "the waker %s() in %s wakes a copy of ->%s; convert it by "
-							     "hand" % (wf, r, member))
-					continue
-				ty = wfn["locals"].get(am.group(1), "").rstrip("*") if wfn else ""
-				if ty != stype:
-					if not ty:
-						raise Refuse("manual", "cannot tell the type of %s in the waker %s() in %s" % (
-							am.group(1), wf, r))
-					continue
-				if wm.group(1) != "wake_up_process":
-					raise Refuse("manual", "the waker %s() in %s uses %s(); convert it by hand" % (
-						wf, r, wm.group(1)))
-				ls, le, lv = self.statement(wt, wm.start(), pc, "wake_up_process")
-				if lv:
-					raise Refuse("manual", "the waker %s() uses the value of wake_up_process()" % wf)
-				wq = re.sub(r"\b%s\b" % re.escape(base), am.group(1), qx)
-				u.add(r, Edit(wm.start(), pc + 1, "%s(%s)" % (wake, wq)))
-				u.wakers.append("%s:%s" % (r, wf))
-				found += 1
-		u.caveats.append("wakers: the search covered wake_up_process() and wake_up_state() of a struct %s's "
-				 "->%s in %s/ (%d converted to %s()); wakeups by wake_q_add(), timers or other "
-				 "directories are not searched, and signals still wake the thread" % (
-					 stype, member, d, found, wake))
-
-	def queue_expr(self, ft, o, c, q, base, locs):
-		"""q written with base as its only local: a local that q uses is
-		replaced by its initializer (sk_sleep(sk) -> sk_sleep(session->sock->sk))."""
-		m = ft.m
-		out = q
-		for _ in range(2):
-			names = [x for x in re.findall(r"(?<![\w>.])([A-Za-z_]\w*)(?!\s*\()", out)]
-			bad = [x for x in names if x != base and x not in ("current",) and re.search(
-				r"\b%s\b" % re.escape(x), m[o:c])]
-			bad = [x for x in bad if not re.search(r"(->|\.)\s*%s\b" % re.escape(x), out)]
-			if not bad:
-				return out
-			for x in bad:
-				im = re.search(r"\b%s\s*=\s*([^;]+);" % re.escape(x), m[o:c])
-				if not im:
-					raise Refuse("manual", "cannot write the queue %s in terms of %s" % (q, base))
-				init = flat(ft.t, m, o + im.start(1), o + im.end(1))
-				if not re.match(r"^[A-Za-z_][\w]*(?:\s*(?:->|\.)\s*[A-Za-z_]\w*)*$", init or ""):
-					raise Refuse("manual", "cannot write the queue %s in terms of %s" % (q, base))
-				out = re.sub(r"\b%s\b" % re.escape(x), init, out)
-		raise Refuse("manual", "cannot write the queue %s in terms of %s" % (q, base))
-
 
 def kind_of(f):
 	return {"wait_event": "wait_event", "prepare_to_wait": "prepare_to_wait",

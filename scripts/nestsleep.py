@@ -1237,7 +1237,7 @@ def context_output(a, findings, tree):
 def patch_output(a, findings, tree, facts):
 	"""Patch mode: one unified diff for every finding with a safe rewrite.
 	The findings without one are listed on stderr with the reason."""
-	fx = fixer.Fixer(a.kdir, Knowledge(), tree, facts)
+	fx = fixer.Fixer(a.kdir, Knowledge(), tree, facts, m_abs=getattr(a, "m_abs", None))
 	units = fx.run(findings)
 	sys.stdout.write(fixer.combined_diff(fx, units))
 	counts = {}

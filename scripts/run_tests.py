@@ -14,7 +14,12 @@ test suite:
                                 NAME.res/ for the tree NAME/); the patched
                                 code must give an empty second MODE=patch,
                                 keep only the unpatched findings, and pass
-                                the kernel's checkpatch.pl
+                                the kernel's checkpatch.pl.  NAME.json, when
+                                there: "external": run as an external module
+                                (KDIR= the cached tree, an absolute M=);
+                                "fix": {function: [status, phrase]}, the fix
+                                status of each finding and a phrase of its
+                                reason or caveats
   fixtures/realtree/*.json      checks on the real linux-source-6.1 tree
   scripts/check_*.py, kernel-boot/check_*.py
                                 slow checks (patch fixtures, compile, boot):
@@ -157,8 +162,23 @@ def patch_fixtures(res, only):
 			else:
 				os.mkdir(tree)
 				shutil.copy(base + ".c", tree)
+			spec = {}
+			if os.path.isfile(base + ".json"):
+				with open(base + ".json") as f:
+					spec = json.load(f)
+			if spec.get("external"):
+				# an external module: KDIR= the cached tree, an absolute M=
+				if not os.path.isfile(os.path.join(KTREE, "Makefile")):
+					res.add("patch/" + name, False, 0, "no kernel tree at %s (run make setup)" % KTREE, known)
+					continue
+
+				def tool(extra, tree=tree):
+					return run_tool(KTREE, ["--m", tree] + extra, timeout=spec.get("timeout", 900), cache=CACHE)
+			else:
+				def tool(extra, tree=tree):
+					return run_tool(tree, extra)
 			j1 = os.path.join(tmp, "first.json")
-			p1 = run_tool(tree, ["--mode", "patch", "--json", j1])
+			p1 = tool(["--mode", "patch", "--json", j1])
 			if p1.returncode != 0 or "Traceback" in p1.stderr:
 				res.add("patch/" + name, False, time.time() - t, p1.stderr[-3000:], known)
 				continue
@@ -186,13 +206,28 @@ def patch_fixtures(res, only):
 			res.add("patch/" + name, not detail, time.time() - t, detail, known)
 			if detail:
 				continue
+			if spec.get("fix"):
+				# each function's fix status, and a phrase its reason must hold
+				with open(j1) as f:
+					got_fix = {fd["function"]: fd["fix"] for fd in json.load(f)["findings"]}
+				detail = ""
+				for func, (status, phrase) in sorted(spec["fix"].items()):
+					fx = got_fix.get(func)
+					if fx is None:
+						detail += "%s: no finding\n" % func
+					elif fx["status"] != status or phrase not in fx["reason"] + " ".join(fx["caveats"]):
+						detail += "%s: want %s with '%s', got %s: %s\n" % (func, status, phrase, fx["status"],
+												  fx["reason"][:300])
+				for func in sorted(set(got_fix) - set(spec["fix"])):
+					detail += "%s: a finding the spec does not list (%s)\n" % (func, got_fix[func]["status"])
+				res.add("patch/%s/fix" % name, not detail, 0, detail, known)
 			# idempotence: the patched code gives an empty diff, and only the
 			# findings that had no patch remain
 			t = time.time()
 			with open(j1) as f:
 				first = json.load(f)["findings"]
 			j2 = os.path.join(tmp, "second.json")
-			p2 = run_tool(tree, ["--mode", "patch", "--json", j2])
+			p2 = tool(["--mode", "patch", "--json", j2])
 			detail = ""
 			if p2.returncode != 0:
 				detail = p2.stderr[-2000:]
