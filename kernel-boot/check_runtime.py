@@ -43,7 +43,7 @@ def main(argv):
 	if a.fast:
 		tmp = tempfile.mkdtemp(prefix="check-runtime-")
 		try:
-			der = nsboot_proof.derive_after(tmp)
+			der = nsboot_proof.derive_after(tmp, nsboot_proof.nsboot_kernel.default_kdir())
 			n += 1
 			checks = nsboot_proof.compare(der, {}, {})
 			ok = checks[0][1]

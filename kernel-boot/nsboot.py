@@ -77,6 +77,7 @@ class ExecRequest(BuildRequest):
 	bound_ms: Optional[int] = None
 	jitter_us: Optional[int] = None
 	only: Optional[str] = None
+	unfixed: Optional[str] = None
 	append: str = ''
 	log: Optional[str] = None
 	raw_output: bool = False
@@ -227,6 +228,8 @@ def exec_stage(req: ExecRequest) -> Result:
 			append.append(f'nsboot_jitter_us={req.jitter_us}')
 		if req.only:
 			append.append(f'nsboot_only={req.only}')
+		if req.unfixed:
+			append.append(f'nsboot_unfixed={req.unfixed}')
 		if req.append:
 			append.append(req.append)
 		cmd = nsboot_kernel.qemu_command(tree.arch, kernel, initrd, ' '.join(append),
@@ -392,6 +395,8 @@ def add_exec_opts(p: argparse.ArgumentParser) -> None:
 	p.add_argument('--jitter-us', '--jitter_us', dest='jitter_us', type=int,
 		       help='stress: random delay before each wake, 0..N us (module default 0)')
 	p.add_argument('--only', help='comma-separated module cases; a trailing * matches a prefix')
+	p.add_argument('--unfixed', help='comma-separated before.c functions MODE=patch left alone '
+		       '(their cases expect the warning in the after form too)')
 	p.add_argument('--append', default='', help='more kernel command line')
 	p.add_argument('--log', help='console log path (default: <build dir>/console.log)')
 	p.add_argument('--raw_output', '--raw-output', dest='raw_output', action='store_true',
@@ -477,7 +482,8 @@ def main(argv: Sequence[str]) -> int:
 		results['build'] = build_stage(BuildRequest(**common, jobs=ns.jobs, **module))
 		return finish(results)
 	execopts = dict(timeout=ns.timeout, accel=ns.accel, memory=ns.memory, smp=ns.smp,
-			rounds=ns.rounds, bound_ms=ns.bound_ms, jitter_us=ns.jitter_us, only=ns.only, append=ns.append,
+			rounds=ns.rounds, bound_ms=ns.bound_ms, jitter_us=ns.jitter_us, only=ns.only,
+			unfixed=getattr(ns, 'unfixed', None), append=ns.append,
 			log=ns.log, raw_output=ns.raw_output, test_script=ns.test_script,
 			json_path=ns.json_path)
 	if ns.subcommand == 'exec':

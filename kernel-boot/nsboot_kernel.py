@@ -432,6 +432,7 @@ if [ -f $MOD ]; then
 	[ -n "$nsboot_bound_ms" ] && set -- "$@" bound_ms=$nsboot_bound_ms
 	[ -n "$nsboot_jitter_us" ] && set -- "$@" jitter_us=$nsboot_jitter_us
 	[ -n "$nsboot_only" ] && set -- "$@" "only=$nsboot_only"
+	[ -n "$nsboot_unfixed" ] && set -- "$@" "unfixed=$nsboot_unfixed"
 	if insmod $MOD "$@"; then
 		P=/sys/module/@MODULE@/parameters
 		for c in $(cat $P/cases); do

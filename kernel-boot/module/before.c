@@ -15,6 +15,7 @@
  * condition resets the state with no warning, and the wait spins.
  */
 #include <linux/delay.h>
+#include <linux/kthread.h>
 #include <linux/mutex.h>
 #include <linux/sched.h>
 #include <linux/wait.h>
@@ -103,4 +104,75 @@ void nst_set_current_state_loop(struct nst_ctx *ctx)
 long nst_wait_event_timeout_msleep(struct nst_ctx *ctx, long timeout)
 {
 	return wait_event_timeout(ctx->wq, nst_reached_slowly(ctx), timeout);
+}
+
+/*
+ * The kthread cases (see nst.h): each thread waits until the runner's waker
+ * advances ctx->seq, acks the round, and waits again until kthread_stop().
+ */
+DECLARE_WAIT_QUEUE_HEAD(nst_kglobal_wq);
+
+/* woken by wake_up_process(nst_kglobal_task) */
+int nst_kthread_global(void *arg)
+{
+	struct nst_kctx *k = arg;
+
+	while (!kthread_should_stop()) {
+		wait_event(nst_kglobal_wq, nst_reached(&k->ctx) || kthread_should_stop());
+		nst_kround_done(k);
+	}
+	return 0;
+}
+
+/* woken by wake_up_process(k->task) */
+int nst_kthread_member(void *arg)
+{
+	struct nst_kctx *k = arg;
+
+	while (!kthread_should_stop()) {
+		wait_event(k->ctx.wq, nst_reached(&k->ctx) || kthread_should_stop());
+		nst_kround_done(k);
+	}
+	return 0;
+}
+
+/* woken by a copy of k->copy_task, made with READ_ONCE() */
+int nst_kthread_copy(void *arg)
+{
+	struct nst_kctx *k = arg;
+
+	while (!kthread_should_stop()) {
+		wait_event_interruptible(k->ctx.wq, nst_reached(&k->ctx) || kthread_should_stop());
+		nst_kround_done(k);
+	}
+	return 0;
+}
+
+/* its task pointer goes through nst_kstash(): nestsleep must refuse it */
+int nst_kthread_escape(void *arg)
+{
+	struct nst_kctx *k = arg;
+
+	while (!kthread_should_stop()) {
+		wait_event(k->ctx.wq, nst_reached(&k->ctx) || kthread_should_stop());
+		nst_kround_done(k);
+	}
+	return 0;
+}
+
+/* parked now and then with kthread_park() */
+int nst_kthread_park(void *arg)
+{
+	struct nst_kctx *k = arg;
+
+	while (!kthread_should_stop()) {
+		if (kthread_should_park()) {
+			kthread_parkme();
+			continue;
+		}
+		wait_event(k->ctx.wq, nst_reached(&k->ctx) || kthread_should_park() ||
+			   kthread_should_stop());
+		nst_kround_done(k);
+	}
+	return 0;
 }

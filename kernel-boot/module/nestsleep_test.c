@@ -70,6 +70,10 @@ static char *only;
 module_param(only, charp, 0444);
 MODULE_PARM_DESC(only, "comma-separated case names to run (a trailing * matches a prefix)");
 
+static char *unfixed;
+module_param(unfixed, charp, 0444);
+MODULE_PARM_DESC(unfixed, "comma-separated before.c functions that MODE=patch left alone: their cases warn in the after form too");
+
 enum nst_verdict { NST_PASS, NST_FAIL, NST_SKIP };
 
 /* What a wait returns. */
@@ -153,6 +157,9 @@ static bool nst_is_before(void)
 {
 	return !strcmp(NST_VARIANT, "before");
 }
+
+struct nst_case;
+static bool nst_unfixed(const struct nst_case *c);
 
 static void nst_ctx_init(struct nst_ctx *ctx)
 {
@@ -313,6 +320,7 @@ struct nst_case {
 	int variant;			/* index into nst_variants, or -1 */
 	int signal;			/* for the signal cases */
 	unsigned int before_splats;	/* warnings the "before" form prints */
+	const char *func;		/* the before.c function, when it may be left unfixed */
 };
 
 /*
@@ -658,6 +666,162 @@ static enum nst_verdict nst_case_stress(const struct nst_case *c)
 	return good ? NST_PASS : NST_FAIL;
 }
 
+/*
+ * The kthread cases (nst.h): rounds wait/wake rounds between a kthread of
+ * before.c and this waker, which wakes it by wake_up_process() (or, in the
+ * after form, by whatever MODE=patch turned that into) through the task
+ * pointer's home.  A round not acked within bound_ms is a lost wakeup; the
+ * waker then wakes again, up to 10 times, so that the case fails instead of
+ * hanging.
+ */
+enum { K_GLOBAL, K_MEMBER, K_COPY, K_ESCAPE, K_PARK };
+
+struct task_struct *nst_kglobal_task;
+
+void nst_kround_done(struct nst_kctx *k)
+{
+	mutex_lock(&k->ctx.lock);
+	if (k->ctx.seq >= k->ctx.target) {
+		WRITE_ONCE(k->ack, k->ctx.target);
+		k->ctx.target++;
+	}
+	mutex_unlock(&k->ctx.lock);
+	wake_up(&k->ackwq);
+}
+
+void nst_kstash(struct nst_kctx *k, struct task_struct *t)
+{
+	k->stash = t;
+}
+
+static void nst_kwake_copy(struct nst_kctx *k)
+{
+	struct task_struct *t = READ_ONCE(k->copy_task);
+
+	if (t)
+		wake_up_process(t);
+}
+
+static void nst_kwake(struct nst_kctx *k, int where)
+{
+	switch (where) {
+	case K_GLOBAL:
+		wake_up_process(nst_kglobal_task);
+		break;
+	case K_MEMBER:
+		wake_up_process(k->task);
+		break;
+	case K_COPY:
+		nst_kwake_copy(k);
+		break;
+	case K_ESCAPE:
+		wake_up_process(k->stash);
+		break;
+	case K_PARK:
+		wake_up_process(k->park_task);
+		break;
+	}
+}
+
+/* Start the thread of case where; false on failure. */
+static bool nst_kstart(struct nst_kctx *k, int where)
+{
+	switch (where) {
+	case K_GLOBAL:
+		nst_kglobal_task = kthread_run(nst_kthread_global, k, "nst/kglobal");
+		return !IS_ERR(nst_kglobal_task);
+	case K_MEMBER:
+		k->task = kthread_run(nst_kthread_member, k, "nst/kmember");
+		return !IS_ERR(k->task);
+	case K_COPY:
+		k->copy_task = kthread_run(nst_kthread_copy, k, "nst/kcopy");
+		return !IS_ERR(k->copy_task);
+	case K_ESCAPE:
+		nst_kstash(k, kthread_run(nst_kthread_escape, k, "nst/kescape"));
+		return !IS_ERR(k->stash);
+	case K_PARK:
+		k->park_task = kthread_run(nst_kthread_park, k, "nst/kpark");
+		return !IS_ERR(k->park_task);
+	}
+	return false;
+}
+
+static void nst_kstop(struct nst_kctx *k, int where)
+{
+	switch (where) {
+	case K_GLOBAL:
+		kthread_stop(nst_kglobal_task);
+		nst_kglobal_task = NULL;
+		break;
+	case K_MEMBER:
+		kthread_stop(k->task);
+		break;
+	case K_COPY:
+		kthread_stop(k->copy_task);
+		break;
+	case K_ESCAPE:
+		kthread_stop(k->stash);
+		break;
+	case K_PARK:
+		kthread_stop(k->park_task);
+		break;
+	}
+}
+
+static enum nst_verdict nst_case_kthread(const struct nst_case *c)
+{
+	long bound = msecs_to_jiffies(bound_ms) ?: 1;
+	unsigned long i, done = 0, lost = 0, parks = 0;
+	struct nst_kctx *k;
+	bool abort = false;
+	ktime_t t0;
+
+	if (!rounds)
+		return NST_SKIP;
+	k = kzalloc(sizeof(*k), GFP_KERNEL);
+	if (!k)
+		return NST_FAIL;
+	nst_ctx_init(&k->ctx);
+	init_waitqueue_head(&k->ackwq);
+	if (!nst_kstart(k, c->variant)) {
+		kfree(k);
+		return NST_FAIL;
+	}
+	t0 = ktime_get();
+	for (i = 1; i <= rounds && !abort; i++) {
+		unsigned int tries = 0;
+
+		if (jitter_us)
+			udelay(get_random_u32() % (jitter_us + 1));
+		mutex_lock(&k->ctx.lock);
+		k->ctx.seq = i;
+		mutex_unlock(&k->ctx.lock);
+		nst_kwake(k, c->variant);
+		while (!wait_event_timeout(k->ackwq, READ_ONCE(k->ack) >= i, bound)) {
+			if (!tries++)
+				lost++;
+			if (tries > 10) {
+				abort = true;
+				break;
+			}
+			nst_kwake(k, c->variant);
+		}
+		if (!abort)
+			done = i;
+		if (c->variant == K_PARK && i % 500 == 0) {
+			kthread_park(k->park_task);
+			kthread_unpark(k->park_task);
+			parks++;
+		}
+	}
+	nst_kstop(k, c->variant);
+	pr_info("# %s: %s rounds=%lu/%lu lost=%lu parks=%lu evals=%lu elapsed_ms=%lld%s\n",
+		c->name, c->func, done, rounds, lost, parks, k->ctx.evals,
+		ktime_ms_delta(ktime_get(), t0), nst_unfixed(c) ? " (left alone by MODE=patch)" : "");
+	kfree(k);
+	return !abort && !lost && done == rounds ? NST_PASS : NST_FAIL;
+}
+
 static const struct nst_case nst_cases[] = {
 	/* one case per wait variant: the waker makes the condition true */
 	{ "wait_event", nst_case_variant, V_WAIT_EVENT, 0, 1 },
@@ -686,6 +850,12 @@ static const struct nst_case nst_cases[] = {
 	{ "stress_wait_event_killable", nst_case_stress, V_KILLABLE, 0, 1 },
 	{ "stress_prepare_to_wait_loop", nst_case_stress, V_PREPARE_TO_WAIT, 0, 1 },
 	{ "stress_set_current_state_loop", nst_case_stress, V_SET_CURRENT_STATE, 0, 1 },
+	/* the waker rule: a kthread woken by wake_up_process() through ... */
+	{ "kthread_global", nst_case_kthread, K_GLOBAL, 0, 1, "nst_kthread_global" },
+	{ "kthread_member", nst_case_kthread, K_MEMBER, 0, 1, "nst_kthread_member" },
+	{ "kthread_copy", nst_case_kthread, K_COPY, 0, 1, "nst_kthread_copy" },
+	{ "kthread_escape", nst_case_kthread, K_ESCAPE, 0, 1, "nst_kthread_escape" },
+	{ "kthread_park", nst_case_kthread, K_PARK, 0, 1, "nst_kthread_park" },
 };
 
 /* ---- selection, KTAP, and the module parameters ------------------------ */
@@ -714,6 +884,26 @@ static bool nst_selected(const char *name)
 	return false;
 }
 
+/* Whether c's before.c function is one MODE=patch left alone (unfixed=). */
+static bool nst_unfixed(const struct nst_case *c)
+{
+	size_t len = c->func ? strlen(c->func) : 0;
+	const char *p = unfixed;
+
+	if (!len || !p)
+		return false;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+
+		if (n == len && !strncmp(p, c->func, len))
+			return true;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
 static void nst_run_case(unsigned int number, const struct nst_case *c)
 {
 	enum nst_verdict v;
@@ -725,7 +915,7 @@ static void nst_run_case(unsigned int number, const struct nst_case *c)
 		nst_skip++;
 		return;
 	}
-	if (nst_is_before())
+	if (nst_is_before() || nst_unfixed(c))
 		for (i = 0; i < c->before_splats; i++)
 			pr_info("# expect-splat: " NST_SPLAT "\n");
 	v = c->run(c);

@@ -25,6 +25,38 @@ struct nst_ctx {
 	struct task_struct *waiter;	/* for wake_up_process() wakers */
 };
 
+/*
+ * The kthread cases: a kthread of before.c waits round after round by
+ * itself, and the runner wakes it through a task pointer kept in one of the
+ * places where nestsleep's waker rule must find it: a global, a struct
+ * member, a member the waker copies with READ_ONCE(), a pointer that
+ * escapes through nst_kstash() (the rule must refuse), and a thread that is
+ * also parked (refused on a kernel whose wait_woken() ignores parking).
+ */
+struct nst_kctx {
+	struct nst_ctx ctx;		/* lock, wq, seq, target, evals */
+	wait_queue_head_t ackwq;	/* the thread acks each round here */
+	unsigned long ack;		/* the last round the thread finished */
+	struct task_struct *task;	/* the member case */
+	struct task_struct *copy_task;	/* the local-copy case */
+	struct task_struct *stash;	/* the escape case, set by nst_kstash() */
+	struct task_struct *park_task;	/* the park case */
+};
+
+extern struct task_struct *nst_kglobal_task;	/* the global case */
+extern wait_queue_head_t nst_kglobal_wq;
+
+/* runner: the thread finished a round (acks it, wakes the waker) */
+void nst_kround_done(struct nst_kctx *k);
+/* runner: keeps a task pointer where nestsleep cannot follow it */
+void nst_kstash(struct nst_kctx *k, struct task_struct *t);
+
+int nst_kthread_global(void *arg);
+int nst_kthread_member(void *arg);
+int nst_kthread_copy(void *arg);
+int nst_kthread_escape(void *arg);
+int nst_kthread_park(void *arg);
+
 /* One function per wait variant.  Each one is rewritten as a unit. */
 void nst_wait_event(struct nst_ctx *ctx);
 int nst_wait_event_interruptible(struct nst_ctx *ctx);

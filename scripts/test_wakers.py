@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Unit tests for scripts/wakers.py (the waker rule) and the independent
+check scripts/check_wakers.py, on small trees written here."""
+
+import os
+import shutil
+import tempfile
+import unittest
+
+import check_wakers
+import fixer
+import nestsleep
+import wakers
+from fixer import mask
+
+HEADER = """#include <linux/kthread.h>
+#include <linux/mutex.h>
+#include <linux/wait.h>
+
+struct dev {
+	struct mutex lock;
+	wait_queue_head_t wq;
+	struct task_struct *task;
+	int ready;
+};
+
+struct other {
+	struct task_struct *task;
+};
+
+static int ready(struct dev *d)
+{
+	int r;
+
+	mutex_lock(&d->lock);
+	r = d->ready;
+	mutex_unlock(&d->lock);
+	return r;
+}
+
+static int dev_thread(void *arg)
+{
+	struct dev *d = arg;
+
+	while (!kthread_should_stop()) {
+		wait_event(d->wq, ready(d) || kthread_should_stop());
+	}
+	return 0;
+}
+"""
+
+
+class Helpers(unittest.TestCase):
+	def test_base_before(self):
+		for text, want in (("x = a->b.c[i]", "a->b.c[i]"), ("if (x) t->task", "t->task"),
+				   ("f(p)->task", "f(p)->task"), ("for (i = 0; i < 4; i++) w[i]", "w[i]"),
+				   ("s.x", "s.x"), ("3.5", "5")):
+			m = mask(text)
+			s = wakers.WakerRule.base_before(m, len(m))
+			self.assertEqual(m[s:], want, text)
+
+
+class Rule(unittest.TestCase):
+	"""The rule on a small tree: each case writes dev.c and a waker file."""
+
+	def setUp(self):
+		self.tmp = tempfile.mkdtemp(prefix="test-wakers-")
+		self.cache = os.path.join(self.tmp, "cache")
+
+	def tearDown(self):
+		shutil.rmtree(self.tmp, ignore_errors=True)
+
+	def fix(self, main, other="", stop_tested=True):
+		tree = os.path.join(self.tmp, "tree")
+		os.makedirs(tree, exist_ok=True)
+		with open(os.path.join(tree, "dev.c"), "w") as f:
+			f.write(HEADER + main)
+		with open(os.path.join(tree, "waker.c"), "w") as f:
+			f.write("#include <linux/sched.h>\n" + other)
+		kn = nestsleep.Knowledge()
+		cache = nestsleep.Cache(self.cache)
+		t = nestsleep.Tree(tree, cache, 1)
+		facts = nestsleep.Facts(t, kn, cache, 1)
+		fx = fixer.Fixer(tree, kn, t, facts)
+		u = fixer.Unit("dev.c", "dev_thread", None)
+		ft = fx.text("dev.c")
+		pos = ft.t.index("wait_event(d->wq")
+		try:
+			fx.rule.prepare([("dev.c", "dev_thread")])
+			fx.wakers(u, "dev.c", "dev_thread", "&d->wq", "TASK_UNINTERRUPTIBLE", stop_tested, (pos, pos + 10))
+		except fixer.Refuse as r:
+			return r.reason, u
+		return None, u
+
+	def test_member_waker_in_other_file_converted(self):
+		why, u = self.fix("void start(struct dev *d) { d->task = kthread_run(dev_thread, d, \"d\"); }\n",
+				  "#include \"dev.h\"\nvoid kick(struct dev *d)\n{\n\twake_up_process(d->task);\n}\n"
+				  "void nope(struct other *o)\n{\n\twake_up_process(o->task);\n}\n")
+		self.assertIsNone(why)
+		edits = u.edits.get("waker.c", [])
+		self.assertEqual([e.text for e in edits], ["wake_up(&d->wq)"])
+
+	def test_untyped_base_refused(self):
+		why, _ = self.fix("void start(struct dev *d) { d->task = kthread_run(dev_thread, d, \"d\"); }\n",
+				  "void kick(void *p)\n{\n\tstruct dev *d = p;\n\twake_up_process(dev_of(p)->task);\n}\n")
+		self.assertIn("is not known", why or "")
+
+	def test_returned_value_refused(self):
+		why, _ = self.fix("struct task_struct *start(struct dev *d)\n{\n"
+				  "\treturn kthread_run(dev_thread, d, \"d\");\n}\n")
+		self.assertIn("returns the task pointer", why or "")
+
+	def test_copy_to_other_place_refused(self):
+		why, _ = self.fix("static struct task_struct *keep;\n"
+				  "void start(struct dev *d)\n{\n\td->task = kthread_run(dev_thread, d, \"d\");\n"
+				  "\tkeep = d->task;\n}\n")
+		self.assertIn("is copied to keep", why or "")
+
+	def test_stop_needs_the_test(self):
+		main = "void start(struct dev *d) { d->task = kthread_run(dev_thread, d, \"d\"); }\n" \
+		       "void stop(struct dev *d)\n{\n\tkthread_stop(d->task);\n}\n"
+		why, u = self.fix(main)
+		self.assertIsNone(why)
+		self.assertTrue(any("kthread_stop()" in c and "left as they are" in c for c in u.caveats), u.caveats)
+		why, _ = self.fix(main, stop_tested=False)
+		self.assertIn("does not test kthread_should_stop()", why or "")
+
+	def test_syscall_path_has_no_waker(self):
+		why, u = self.fix("")
+		self.assertIsNone(why)
+		self.assertTrue(any("no waker to convert" in r for r in u.reasons))
+
+
+class Check(unittest.TestCase):
+	def test_unconverted_waker_is_left(self):
+		tmp = tempfile.mkdtemp(prefix="test-check-wakers-")
+		try:
+			with open(os.path.join(tmp, "dev.c"), "w") as f:
+				f.write(HEADER + "void start(struct dev *d) { d->task = kthread_run(dev_thread, d, \"d\"); }\n"
+					"void kick(struct dev *d)\n{\n\twake_up_process(d->task);\n}\n")
+			tree = check_wakers.Tree(tmp)
+			fd = {"file": "dev.c", "function": "dev_thread",
+			      "fix": {"status": "patch", "reason": "", "caveats": []}}
+			res = check_wakers.check(tree, [fd], "")
+			self.assertFalse(res[0][1])
+			self.assertTrue(any(x.startswith("LEFT") and "dev.c:" in x for x in res[0][2]))
+			with open(os.path.join(tmp, "dev.c")) as f:
+				line = [i for i, l in enumerate(f, 1) if "wake_up_process" in l][0]
+			diff = "--- a/dev.c\n+++ b/dev.c\n@@ -%d,1 +%d,1 @@\n-\twake_up_process(d->task);\n" \
+			       "+\twake_up(&d->wq);\n" % (line, line)
+			res = check_wakers.check(tree, [fd], diff)
+			self.assertTrue(res[0][1], res)
+		finally:
+			shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+	unittest.main()
