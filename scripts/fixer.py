@@ -18,10 +18,13 @@ Three rewrites, each modelled on an upstream fix (../shared/seeds):
                                     wait_woken() for schedule(),
                                     remove_wait_queue() for finish_wait()
                                     (md/raid5 ee1aa06ba325)
-  set_current_state() loops on a -> wait_woken() on that queue, and every
-  wait queue                        wake_up_process() of the thread becomes
-                                    a wake_up() of the queue (Bluetooth
-                                    cmtp f06d977309d0, bnep 25717382c1dd)
+  set_current_state() loops on a -> wait_woken() on that queue (Bluetooth
+  wait queue                        cmtp f06d977309d0, bnep 25717382c1dd)
+
+Each rewrite then goes through the waker rule (scripts/wakers.py): every
+direct waker of the task (wake_up_process() and friends) becomes a
+wake_up*() of the queue, or the site is refused; a wait whose task pointer
+is stored nowhere needs none.
 
 Every finding gets a "fix" record: status "patch", "report-only" (the
 variant has no safe wait_woken form) or "manual" (the shape is outside what

@@ -923,21 +923,46 @@ class WakerRule:
 		return q
 
 	def other_sleeps(self, th, site, wakers):
-		"""A thread that also sleeps where only a direct wakeup ends the sleep
-		would lose that wakeup once the wakers go through the queue."""
-		if not any(w.kind == "wake" for w in wakers):
+		"""A direct waker may be meant for another sleep of the same thread.
+		Once it wakes only the site's queue, a sleep that only a direct
+		wakeup ends (schedule_timeout(), ...), or a wait on another queue,
+		would miss it.  Searched in the waiting function and its callers
+		(not in the functions they call)."""
+		direct = [x for x in wakers if x.kind == "wake"]
+		if not direct:
 			return
+		w = direct[0]
+		sleeps = re.compile(r"\b(%s)\s*\(" % "|".join(sorted(self.direct_sleeps)))
+		waits = sorted(n for n, v in self.fx.table.items() if v.get("family") == "wait_event")
+		waits += ["prepare_to_wait", "prepare_to_wait_exclusive", "prepare_to_wait_event", "add_wait_queue",
+			  "add_wait_queue_exclusive"]
+		queued = re.compile(r"\b(%s)\s*\(" % "|".join(waits))
+		mine = compact(site["queue"]).lstrip("&")
 		for r, f, _ in th.ancestors:
 			span = self.func_span(r, f)
 			if not span:
 				continue
 			ft = self.fx.text(r)
-			rx = re.compile(r"\b(%s)\s*\(" % "|".join(sorted(self.direct_sleeps)))
-			for sm in rx.finditer(ft.m, span[1], span[2]):
+			m = ft.m
+			for sm in sleeps.finditer(m, span[1], span[2]):
 				if r == site["rel"] and site["span"][0] <= sm.start() < site["span"][1]:
 					continue
-				w = [x for x in wakers if x.kind == "wake"][0]
 				raise Refuse("manual", "wakers: %s:%d: the thread also sleeps in %s() in %s(), which only a "
 					     "direct wakeup such as %s %s() ends; converting that waker to a queue wakeup "
 					     "would leave it asleep; convert by hand" % (
 						     r, ft.t.count("\n", 0, sm.start()) + 1, sm.group(1), f, w.at(), w.name))
+			for qm in queued.finditer(m, span[1], span[2]):
+				if r == site["rel"] and site["span"][0] <= qm.start() < site["span"][1]:
+					continue
+				po = qm.end() - 1
+				pc = match_close(m, po)
+				if pc < 0:
+					continue
+				q = compact(m[split_top(m, po + 1, pc)[0][0]:split_top(m, po + 1, pc)[0][1]]).lstrip("&")
+				if r == site["rel"] and f == site["func"] and q == mine:
+					continue        # the same queue in the same function
+				raise Refuse("manual", "wakers: %s:%d: the thread also waits in %s(%s) in %s(); the direct "
+					     "waker %s %s() may be meant for that wait, and a wakeup of %s would not "
+					     "reach it; convert by hand" % (
+						     r, ft.t.count("\n", 0, qm.start()) + 1, qm.group(1), q, f, w.at(), w.name,
+						     site["queue"]))
