@@ -110,6 +110,7 @@ class WakerRule:
 		self.started = set(cr.get("started", []))
 		self.creators = self.started | set(cr.get("stopped", []))
 		self.harmless = set(info.get("harmless", {}).get("functions", []))
+		self.registrars = set(info.get("callback_registrars", {}).get("functions", []))
 		st = info.get("stores", {})
 		self.store_wrappers = set(st.get("store_wrappers", []))
 		self.load_wrappers = set(st.get("load_wrappers", []))
@@ -337,6 +338,24 @@ class WakerRule:
 						continue
 					self.follow_value(th, r, cm.start(), pc + 1, "%s(%s)" % (cm.group(1), name),
 							  cm.group(1) in self.started)
+		# an ancestor whose address goes to a call the rule does not know
+		# may run as a thread whose task is woken directly
+		for name in names:
+			if th.refuse:
+				break
+			rx = re.compile(r"(?<![\w.>])%s\b(?!\s*\()" % re.escape(name))
+			for r in sorted(hits[name]):
+				ft = self.fx.text(r)
+				for am in rx.finditer(ft.m):
+					use = self.use_of(ft.m, am.start(), am.end())
+					if use[0] != "arg" or use[1] in self.creators or use[1] in self.registrars:
+						continue
+					th.refuse = "%s:%d: %s() is passed to %s(), which may run it as a thread whose task " \
+						    "is woken directly; the waker search does not follow it" % (
+							    r, ft.t.count("\n", 0, am.start()) + 1, name, use[1])
+					break
+				if th.refuse:
+					break
 		# stores of current in the ancestors
 		for r, f, _ in th.ancestors:
 			span = self.func_span(r, f)
@@ -778,9 +797,10 @@ class WakerRule:
 			entry = " (a kthread function)" if th.entries else ""
 			cut = "" if not th.cut else "; callers of %s() not followed (more than %d)" % (
 				", ".join(th.cut), MAX_FANIN)
-			u.reasons.append("no waker to convert: the task of %s()%s is stored nowhere (no store of "
-					 "current in it or its callers up to %d levels, no kthread_run()/kthread_create() "
-					 "value kept), so no wake_up_process() can reach it; it is woken through %s%s" % (
+			u.reasons.append("no waker to convert: no task pointer of %s()%s is kept (neither it nor its "
+					 "callers up to %d levels store current or a kthread_run()/kthread_create() "
+					 "value, and none is handed to a call that could run it as a thread), so no "
+					 "wake_up_process() can target it; it is woken through %s%s" % (
 						 func, entry, MAX_UP, site["queue"], cut))
 			return
 		wakers = self.find_wakers(th)
