@@ -12,7 +12,8 @@ that could reach its task, with a search simpler than the fixer's own
   files      every tree file that mentions the global or array name, or
              the struct type and the member
   wakers     wake_up_process(), wake_up_state(), wake_q_add(),
-             wake_q_add_safe() whose task argument ends in the key, or is
+             wake_q_add_safe(), and kthread_park() (whose wakeup 6.1's
+             wait_woken() can lose) whose task argument ends in the key, or is
              a local assigned from it; a '->member' whose base is declared
              as another struct type is skipped
 
@@ -42,8 +43,8 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = "/usr/bin/python3"
 CACHE = os.environ.get("NESTSLEEP_CACHE", os.path.expanduser("~/.cache/nestsleep"))
 KTREE = os.path.join(CACHE, "linux-source-6.1")
-WAKERS = re.compile(r"\b(wake_up_process|wake_up_state|wake_q_add|wake_q_add_safe)\s*\(")
-TASK_ARG = {"wake_up_process": 0, "wake_up_state": 0, "wake_q_add": 1, "wake_q_add_safe": 1}
+WAKERS = re.compile(r"\b(wake_up_process|wake_up_state|wake_q_add|wake_q_add_safe|kthread_park)\s*\(")
+TASK_ARG = {"wake_up_process": 0, "wake_up_state": 0, "wake_q_add": 1, "wake_q_add_safe": 1, "kthread_park": 0}
 CREATE = r"kthread_(?:run|create)\w*\s*\(\s*%s\b"
 PATH = r"[A-Za-z_][\w]*(?:\s*(?:->|\.)\s*[A-Za-z_]\w*|\s*\[[^\]=;]*\])*"
 

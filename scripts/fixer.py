@@ -1198,11 +1198,11 @@ class Fixer:
 				raise Refuse("manual", "finish_wait() before the wait loop")
 			u.add(rel, Edit(p, p + len("finish_wait"), "remove_wait_queue"))
 		self.replace_schedules(ft, u, rel, bo, bc, entry, state, name)
-		self.wakers(u, rel, f["function"], q, state, bool(re.search(r"\bkthread_should_stop\s*\(",
-									   m[min(lstart, ls0):bc])), (min(lstart, ls0), bc))
 		u.reasons.append("the %s() loop becomes an add_wait_queue()/wait_woken()/remove_wait_queue() loop: "
 				 "the code between the old %s() and schedule() now runs in TASK_RUNNING, and a wakeup "
 				 "that comes while it runs is kept by WQ_FLAG_WOKEN" % (name, name))
+		self.wakers(u, rel, f["function"], q, state, bool(re.search(r"\bkthread_should_stop\s*\(",
+									   m[min(lstart, ls0):bc])), (min(lstart, ls0), bc))
 		if name == "prepare_to_wait_exclusive":
 			u.caveats.append("exclusive wait: add_wait_queue_exclusive() keeps the tail queueing, but a "
 					 "waiter woken exclusively that then leaves on a signal or a timeout may swallow "
@@ -1315,11 +1315,9 @@ class Fixer:
 			raise Refuse("manual", "no remove_wait_queue() after the loop")
 		self.replace_schedules(ft, u, rel, bo, bc, entry, state, first[0])
 		lstart = loop[0] if loop else ls0
+		u.reasons.append("the %s() loop on %s becomes a wait_woken() loop" % (first[0], q))
 		self.wakers(u, rel, f["function"], q, state, bool(re.search(r"\bkthread_should_stop\s*\(",
 									   m[min(lstart, ls0):bc])), (min(lstart, ls0), bc))
-		u.reasons.append("the %s() loop on %s becomes a wait_woken() loop, and the wake_up_process() "
-				 "wakers of the thread become wake_up*() calls on that queue, so that "
-				 "woken_wake_function() sees every wakeup" % (first[0], q))
 		u.confidence = lower(u.confidence)
 
 def kind_of(f):

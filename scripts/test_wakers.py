@@ -128,7 +128,7 @@ class Rule(unittest.TestCase):
 	def test_syscall_path_has_no_waker(self):
 		why, u = self.fix("")
 		self.assertIsNone(why)
-		self.assertTrue(any("no waker to convert" in r for r in u.reasons))
+		self.assertTrue(any("no waker to convert" in c for c in u.caveats))
 
 
 class Check(unittest.TestCase):

@@ -348,8 +348,8 @@ class WakerRule:
 				ft = self.fx.text(r)
 				for am in rx.finditer(ft.m):
 					use = self.use_of(ft.m, am.start(), am.end())
-					if use[0] != "arg" or use[1] in self.creators or use[1] in self.registrars:
-						continue
+					if use[0] != "arg" or use[1] in self.creators or self.declares(use[1], use[2]):
+						continue        # a creator (followed above), a registrar, a table macro
 					th.refuse = "%s:%d: %s() is passed to %s(), which may run it as a thread whose task " \
 						    "is woken directly; the waker search does not follow it" % (
 							    r, ft.t.count("\n", 0, am.start()) + 1, name, use[1])
@@ -366,6 +366,36 @@ class WakerRule:
 				p = span[1] + cm.start()
 				self.follow_current(th, r, f, p)
 		return th
+
+	def declares(self, callee, idx, depth=0):
+		"""Whether a function name passed as argument idx of callee only
+		lands in a callback registrar or a declaration: callee is a
+		registrar, or a function-like macro whose body hands that parameter
+		only to such calls (GENL_doit(), TRACE_EVENT() build table entries).
+		A function, or a macro that hands it to anything else, may run it
+		as a thread."""
+		if callee in self.registrars:
+			return True
+		if depth > 3 or callee in self.creators:
+			return False
+		mac = None
+		rx = re.compile(r"^[ \t]*#[ \t]*define[ \t]+%s\(" % re.escape(callee), re.M)
+		for rel in sorted(self.tree.defs.get(callee, []), key=lambda r: (not r.startswith("include/"), r)):
+			if rx.search(self.fx.text(rel).t):
+				mac = self.facts.get(rel)["macros"].get(callee)
+				if mac:
+					break
+		if not mac or idx >= len(mac["params"]):
+			return False
+		param = mac["params"][idx]
+		if re.search(r"#\s*#\s*%s\b|\b%s\s*#\s*#|(?<![#\s])\s*#\s*%s\b" % ((re.escape(param),) * 3),
+			     mac.get("body", "")):
+			return True     # a name pasted into other names (TRACE_EVENT()): not a pointer
+		for c in mac["calls"]:
+			for k, a in enumerate(c.get("args") or []):
+				if param in re.findall(IDENT, a) and not self.declares(c["name"], k, depth + 1):
+					return False
+		return True
 
 	def expr_bounds(self, m, s, e):
 		"""Widen [s, e) over wrappers: READ_ONCE(x), get_task_struct(x), (x)."""
@@ -797,7 +827,7 @@ class WakerRule:
 			entry = " (a kthread function)" if th.entries else ""
 			cut = "" if not th.cut else "; callers of %s() not followed (more than %d)" % (
 				", ".join(th.cut), MAX_FANIN)
-			u.reasons.append("no waker to convert: no task pointer of %s()%s is kept (neither it nor its "
+			u.caveats.append("wakers: no waker to convert: no task pointer of %s()%s is kept (neither it nor its "
 					 "callers up to %d levels store current or a kthread_run()/kthread_create() "
 					 "value, and none is handed to a call that could run it as a thread), so no "
 					 "wake_up_process() can target it; it is woken through %s%s" % (
@@ -820,6 +850,10 @@ class WakerRule:
 					 "; left as they are: " + "; ".join(kept) if kept else ""))
 		if converted:
 			u.wakers += [x.split(" ")[0] for x in converted]
+			u.reasons.append("the direct wakers of the thread (%s) become wake_up*() calls on %s, so that "
+					 "woken_wake_function() sees every wakeup" % (
+						 ", ".join(sorted(set(x.split(" ")[1].split("(")[0] + "()" for x in converted))),
+						 site["queue"]))
 
 	def one_waker(self, th, site, u, w, converted, kept):
 		if w.base is not None and w.base.startswith("?"):
