@@ -87,21 +87,24 @@ class Tree:
 		return self.grep_memo[word]
 
 
+def closing(t, i):
+	"""Index of the bracket that closes the one at t[i] (len(t) if none)."""
+	opener, closer = t[i], {"(": ")", "{": "}", "[": "]"}[t[i]]
+	depth = 0
+	for j in range(i, len(t)):
+		if t[j] == opener:
+			depth += 1
+		elif t[j] == closer:
+			depth -= 1
+			if depth == 0:
+				return j
+	return len(t)
+
+
 def functions(t):
 	"""[(name, body_start, body_end)] of the top-level function bodies."""
-	out = []
-	for m in re.finditer(r"^[A-Za-z_][^;{}()]*?\b([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{", t, re.M):
-		depth, i = 0, m.end() - 1
-		while i < len(t):
-			if t[i] == "{":
-				depth += 1
-			elif t[i] == "}":
-				depth -= 1
-				if depth == 0:
-					break
-			i += 1
-		out.append((m.group(1), m.start(), i))
-	return out
+	return [(m.group(1), m.start(), closing(t, m.end() - 1))
+		for m in re.finditer(r"^[A-Za-z_][^;{}()]*?\b([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{", t, re.M)]
 
 
 def func_at(t, pos):
@@ -174,15 +177,7 @@ def wakers_of(tree, key):
 	for r in sorted(files):
 		t = tree.text(r)
 		for m in WAKERS.finditer(t):
-			depth, i = 0, m.end() - 1
-			while i < len(t):
-				if t[i] == "(":
-					depth += 1
-				elif t[i] == ")":
-					depth -= 1
-					if depth == 0:
-						break
-				i += 1
+			i = closing(t, m.end() - 1)
 			args = split(t[m.end():i])
 			k = TASK_ARG[m.group(1)]
 			if k >= len(args):

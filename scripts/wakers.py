@@ -45,6 +45,20 @@ IDENT = r"[A-Za-z_]\w*"
 ACCESS = re.compile(r"^%s(?:(?:->|\.)%s|\[[^\]]*\])*$" % (IDENT, IDENT))
 
 
+def match_open(m, i):
+	"""Index of the bracket that opens the one closing at m[i], or -1."""
+	pairs = {")": "(", "]": "["}
+	depth = 0
+	for o in range(i, -1, -1):
+		if m[o] == m[i]:
+			depth += 1
+		elif m[o] == pairs[m[i]]:
+			depth -= 1
+			if depth == 0:
+				return o
+	return -1
+
+
 def compact(s):
 	return re.sub(r"\s+", "", s or "")
 
@@ -707,30 +721,12 @@ class WakerRule:
 			while k > 0 and m[k - 1] in " \t":
 				k -= 1
 			while k > 0 and m[k - 1] == "]":
-				o = k - 1
-				depth = 0
-				while o >= 0:
-					if m[o] == "]":
-						depth += 1
-					elif m[o] == "[":
-						depth -= 1
-						if depth == 0:
-							break
-					o -= 1
+				o = match_open(m, k - 1)
 				if o < 0:
 					return j
 				k = o
 			if k > 0 and m[k - 1] == ")":
-				o = k - 1
-				depth = 0
-				while o >= 0:
-					if m[o] == ")":
-						depth += 1
-					elif m[o] == "(":
-						depth -= 1
-						if depth == 0:
-							break
-					o -= 1
+				o = match_open(m, k - 1)
 				if o < 0:
 					return j
 				wm = re.search(r"(%s)\s*$" % IDENT, m[max(0, o - 80):o])
