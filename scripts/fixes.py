@@ -352,7 +352,8 @@ def changelog(unit, table, tested, signoff, fixes_tag):
 	paras = problem_paragraph(fs, table)
 	fix = "Rewrite the wait in %s: %s." % (WOKEN_FORM, fx["reason"])
 	paras.append(wrap(fix))
-	cav = [c[0].upper() + c[1:] for c in fx["caveats"]]
+	# a changelog holds no line numbers: file:line in a caveat becomes file
+	cav = [re.sub(r"(\.[ch]):\d+\b", r"\1", c[0].upper() + c[1:]) for c in fx["caveats"]]
 	if fx["wakers"]:
 		cav.insert(0, "The wakers in %s are converted in the same patch, so that no wakeup goes around the "
 			   "wait queue." % ", ".join("%s()" % w.split(":")[-1] for w in fx["wakers"]))
