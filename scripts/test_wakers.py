@@ -125,6 +125,21 @@ class Rule(unittest.TestCase):
 		why, _ = self.fix(main, stop_tested=False)
 		self.assertIn("does not test kthread_should_stop()", why or "")
 
+	def test_function_pointer_to_unknown_call_refused(self):
+		# dev_thread() handed to a function that may run it as a thread
+		why, _ = self.fix("void go(void) { start_thread(dev_thread); }\n")
+		self.assertIn("dev_thread() is passed to start_thread()", why or "")
+		# ... or to a macro that hands it on to such a function
+		why, _ = self.fix("#define RUN(fn) start_thread(fn)\nvoid go(void) { RUN(dev_thread); }\n")
+		self.assertIn("dev_thread() is passed to RUN()", why or "")
+
+	def test_function_pointer_to_registrar_or_table_macro(self):
+		why, u = self.fix("void go(struct work_struct *w) { INIT_WORK(w, dev_thread); }\n")
+		self.assertIsNone(why)
+		why, u = self.fix("#define OP(fn) { .doit = fn, .name = #fn }\nstatic struct op ops[] = { OP(dev_thread) };\n")
+		self.assertIsNone(why)
+		self.assertTrue(any("no waker to convert" in c for c in u.caveats))
+
 	def test_syscall_path_has_no_waker(self):
 		why, u = self.fix("")
 		self.assertIsNone(why)
