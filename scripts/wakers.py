@@ -130,6 +130,7 @@ class WakerRule:
 		self.load_wrappers = set(st.get("load_wrappers", []))
 		self.direct_sleeps = set(info.get("direct_sleeps", {}).get("functions", []))
 		self.mentions_memo = {}
+		self.callers_memo = {}
 		self.threads = {}
 		self._park_safe = None
 		self.struct_memo = {}
@@ -286,16 +287,11 @@ class WakerRule:
 		level = set(sites)
 		for _ in range(MAX_UP):
 			names = sorted(set(f for _, f in level))
-			hits = self.mentions(names)
+			self.mentions(names)
 			nxt = set()
 			for name in names:
-				callers = set()
-				for r in hits[name]:
-					for g, fn in self.facts.get(r)["functions"].items():
-						if any(c["name"] == name for c in fn["calls"]):
-							callers.add((r, g))
-				if len(callers) <= MAX_FANIN:
-					nxt |= callers
+				if len(self.callers_of(name)) <= MAX_FANIN:
+					nxt.update(self.callers_of(name))
 			level = nxt - seen
 			seen |= level
 		self.mentions(sorted(set(f for _, f in seen)))
@@ -304,6 +300,16 @@ class WakerRule:
 			for loc in self.thread_of(rel, func).locs:
 				words.update(loc.words())
 		self.mentions(sorted(words))
+
+	def callers_of(self, name):
+		"""[(rel, function)] of the functions that call name, in the files
+		that mention it."""
+		if name not in self.callers_memo:
+			self.callers_memo[name] = sorted(
+				(r, g) for r in self.mentions([name])[name]
+				for g, fn in self.facts.get(r)["functions"].items()
+				if any(c["name"] == name for c in fn["calls"]))
+		return self.callers_memo[name]
 
 	# -- where the task pointer lives ---------------------------------------
 
@@ -321,20 +327,16 @@ class WakerRule:
 			if depth == MAX_UP or not level:
 				break
 			names = sorted(set(f for _, f in level))
-			hits = self.mentions(names)
+			self.mentions(names)
 			nxt = []
 			for name in names:
-				callers = []
-				for r in sorted(hits[name]):
-					for g, fn in sorted(self.facts.get(r)["functions"].items()):
-						if any(c["name"] == name for c in fn["calls"]) and (r, g) not in seen:
-							callers.append((r, g))
-				if len(callers) > MAX_FANIN:
+				if len(self.callers_of(name)) > MAX_FANIN:
 					th.cut.append(name)
 					continue
-				for c in callers:
-					seen.add(c)
-					nxt.append(c)
+				for c in self.callers_of(name):
+					if c not in seen:
+						seen.add(c)
+						nxt.append(c)
 			level = nxt
 		# kthread functions among them, and where their task goes
 		names = sorted(set(f for _, f, _ in th.ancestors))
@@ -837,19 +839,18 @@ class WakerRule:
 		self.started_in = set()
 		for w in sorted(wakers, key=lambda x: (x.rel, x.s)):
 			self.one_waker(th, site, u, w, converted, kept)
-		self.drop_dead_copies(u, [w for w in wakers if w.via_copy and any(c.startswith("%s:%s() %s(" % (
-			w.rel, w.func, w.name)) for c in converted)])
+		self.drop_dead_copies(u, [w for w, _ in converted if w.via_copy])
 		locs = "; ".join("%s (%s)" % (x.describe(), x.where) for x in th.locs)
+		done = ["%s:%s() %s(%s) -> %s" % (w.rel, w.func, w.name, w.arg, call) for w, call in converted]
 		u.caveats.append("wakers: the task pointer of %s() is kept in %s; every waker of it in the files that "
 				 "mention it was searched: %s%s" % (
-					 func, locs, ", ".join(converted) or "none to convert",
+					 func, locs, ", ".join(done) or "none to convert",
 					 "; left as they are: " + "; ".join(kept) if kept else ""))
 		if converted:
-			u.wakers += [x.split(" ")[0] for x in converted]
+			u.wakers += ["%s:%s" % (w.rel, w.func) for w, _ in converted]
 			u.reasons.append("the direct wakers of the thread (%s) become wake_up*() calls on %s, so that "
 					 "woken_wake_function() sees every wakeup" % (
-						 ", ".join(sorted(set(x.split(" ")[1].split("(")[0] + "()" for x in converted))),
-						 site["queue"]))
+						 ", ".join(sorted(set("%s()" % w.name for w, _ in converted))), site["queue"]))
 
 	def one_waker(self, th, site, u, w, converted, kept):
 		if w.base is not None and w.base.startswith("?"):
@@ -900,7 +901,7 @@ class WakerRule:
 		q = self.queue_for(site, w)
 		call = "%s(%s)" % ("wake_up_interruptible" if interruptible else "wake_up", q)
 		u.add(w.rel, Edit(w.s, w.e, call, key=("waker", w.s, call)))
-		converted.append("%s:%s() %s(%s) -> %s" % (w.rel, w.func, w.name, w.arg, call))
+		converted.append((w, call))
 
 	def drop_dead_copies(self, u, wakers):
 		"""A local copy that only fed a converted waker is no longer read:
@@ -945,8 +946,7 @@ class WakerRule:
 				ty = fn["locals"].get(x, "").rstrip("*")
 				if w.loc.struct and ty == w.loc.struct and w.base:
 					base = w.base if ACCESS.match(w.base) else "(%s)" % w.base
-					if w.via_copy is None or True:
-						q = re.sub(r"(?<![\w>.])%s\b" % re.escape(x), base, q)
+					q = re.sub(r"(?<![\w>.])%s\b" % re.escape(x), base, q)
 					continue
 				im = re.search(r"(?<![\w.>])%s\s*=(?!=)\s*([^;,]+)[;,]" % re.escape(x), body)
 				if not im or not ACCESS.match(compact(im.group(1)).lstrip("&")):
