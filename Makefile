@@ -9,6 +9,10 @@
 # The knobs mean what they mean for the kernel's own 'make coccicheck'.
 
 PYTHON      := /usr/bin/python3
+# the product is the package scripts/nestsleep/ (and the boot harness
+# kernel-boot/nsboot/): python3 -m nestsleep <command>
+export PYTHONPATH := $(CURDIR)/scripts:$(CURDIR)/kernel-boot
+NS          := $(PYTHON) -m nestsleep
 NESTSLEEP_CACHE ?= $(HOME)/.cache/nestsleep
 export NESTSLEEP_CACHE
 KDIR        ?= $(NESTSLEEP_CACHE)/linux-source-6.1
@@ -55,35 +59,35 @@ setup:
 	@bash scripts/setup.sh $(SETUP_FLAGS)
 
 coccicheck: setup
-	@$(PYTHON) scripts/nestsleep.py --kdir "$(KDIR)" --mode "$(MODE)" --m "$(M)" \
+	@$(NS) coccicheck --kdir "$(KDIR)" --mode "$(MODE)" --m "$(M)" \
 		--cocci "$(COCCI)" --spflags "$(SPFLAGS)" --debug-file "$(DEBUG_FILE)" \
 		-j "$(J)" -v "$(V)" --timeout "$(TIMEOUT)"
 
 check:
 	@bash scripts/setup.sh
-	@$(PYTHON) scripts/run_tests.py
+	@$(PYTHON) scripts/dev/run_tests.py
 
 fixes: setup
-	@$(PYTHON) scripts/fixes.py --kdir "$(KDIR)" --m "$(M)" --out "$(OUT)" --signoff "$(SIGNOFF)" \
+	@$(NS) fixes --kdir "$(KDIR)" --m "$(M)" --out "$(OUT)" --signoff "$(SIGNOFF)" \
 		-j "$(J)" -v "$(V)"
 
 triage: setup
-	@$(PYTHON) scripts/triage.py --kdir "$(KDIR)" --m "$(M)" --out "$(OUT)" --baseline "$(BASELINE)" -j "$(J)"
+	@$(NS) triage --kdir "$(KDIR)" --m "$(M)" --out "$(OUT)" --baseline "$(BASELINE)" -j "$(J)"
 
 boottest: setup
-	@$(PYTHON) kernel-boot/nsboot.py boottest --patches "$(PATCHES)" --kdir "$(KDIR)" --only "$(ONLY)"
+	@$(NS) boottest --patches "$(PATCHES)" --kdir "$(KDIR)" --only "$(ONLY)"
 
 runtime-proof: setup
-	@$(PYTHON) kernel-boot/nsboot.py proof --kdir "$(KDIR)" --rounds "$(ROUNDS)"
+	@$(NS) runtime-proof --kdir "$(KDIR)" --rounds "$(ROUNDS)"
 
 stress: setup
-	@$(PYTHON) kernel-boot/nsboot.py proof --kdir "$(KDIR)" --rounds 100000
+	@$(NS) runtime-proof --kdir "$(KDIR)" --rounds 100000
 
 bench: setup
-	@$(PYTHON) scripts/bench.py --kdir "$(KDIR)" -j "$(J)"
+	@$(NS) bench --kdir "$(KDIR)" -j "$(J)"
 
 test-fast:
-	@$(PYTHON) scripts/run_tests.py --fast
+	@$(PYTHON) scripts/dev/run_tests.py --fast
 
 clean-cache:
 	rm -rf "$(NESTSLEEP_CACHE)/index" "$(NESTSLEEP_CACHE)"/facts-* "$(NESTSLEEP_CACHE)/match"

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-only
 """Generate the built-in knowledge of cocci/*.cocci from cocci/sleep_info.json.
 
@@ -6,7 +5,7 @@ The .cocci files must also work alone, under the kernel's own coccicheck, so
 they carry a copy of the sleeping primitives.  This script writes that copy
 between the BEGIN/END GENERATED markers and into the lines tagged
 '// generated: state_restore'.  With --check it only reports whether the
-files agree with the data (exit 1 if not); 'make check' runs that.
+files agree with the data (exit 1 if not); 'make check' runs that ('python3 -m nestsleep gen-builtin [--check]').
 """
 
 import json
@@ -14,11 +13,11 @@ import os
 import re
 import sys
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from nestsleep import COCCI_DIR, SLEEP_INFO
 
 
 def load(path=None):
-	with open(path or os.path.join(TOP, "cocci", "sleep_info.json")) as f:
+	with open(path or SLEEP_INFO) as f:
 		return json.load(f)
 
 
@@ -92,10 +91,10 @@ def main(argv):
 	check = "--check" in argv
 	info = load()
 	bad = 0
-	for name in sorted(os.listdir(os.path.join(TOP, "cocci"))):
+	for name in sorted(os.listdir(COCCI_DIR)):
 		if not name.endswith(".cocci"):
 			continue
-		path = os.path.join(TOP, "cocci", name)
+		path = os.path.join(COCCI_DIR, name)
 		with open(path) as f:
 			old = f.read()
 		if BEGIN not in old:
@@ -104,7 +103,7 @@ def main(argv):
 		if new == old:
 			continue
 		if check:
-			print("cocci/%s: built-in knowledge differs from cocci/sleep_info.json; run scripts/gen_builtin.py" % name, file=sys.stderr)
+			print("cocci/%s: built-in knowledge differs from cocci/sleep_info.json; run python3 -m nestsleep gen-builtin" % name, file=sys.stderr)
 			bad += 1
 		else:
 			with open(path, "w") as f:
@@ -112,6 +111,3 @@ def main(argv):
 			print("regenerated cocci/%s" % name, file=sys.stderr)
 	return 1 if bad else 0
 
-
-if __name__ == "__main__":
-	sys.exit(main(sys.argv[1:]))

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-only
 """make bench: nestsleep's whole-tree speed against the kernel's own rule.
 
@@ -13,11 +12,11 @@ other, so the ratios hold on a noisy machine:
   K  the kernel's 'make coccicheck COCCI=scripts/coccinelle/locks/call_kern.cocci
      MODE=report' over the whole tree (intraprocedural, one level)
 
-Each run is measured with /usr/bin/time -v (wall, CPU, peak RSS over the
-process tree).  Results: a table on stdout and reports/bench/<tree-id>.json.
+Each run is measured with wait4() (wall, CPU, peak RSS over the process
+tree): the nestsleep runs in a forked child that calls the pipeline, K under
+/usr/bin/time -v.  Results: a table on stdout and reports/bench/<tree-id>.json.
 """
 
-import argparse
 import json
 import os
 import re
@@ -27,21 +26,35 @@ import sys
 import tempfile
 import time
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PY = "/usr/bin/python3"
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from treeid import tree_id  # noqa: E402
+from nestsleep import TOP
+from nestsleep.analysis import pipeline
+from nestsleep.triage.treeid import tree_id
 
 
-def timed(name, cmd, env=None, cwd=None, log=None):
-	"""Run cmd under /usr/bin/time -v; return the measurements."""
+def measured(name, command, wall, cpu, rss_kib, rc, log=None):
+	"""One run's record; with a log, the phase times of nestsleep's last line."""
+	res = {"run": name, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "peak_rss_mib": round(rss_kib / 1024, 1),
+	       "exit": rc, "command": command}
+	if log:
+		# nestsleep's closing line gives the time of each phase
+		with open(log, errors="replace") as f:
+			tail = f.read().splitlines()[-1:] or [""]
+		m = re.search(r"\(([a-z]+ [0-9.]+s(?:, [a-z]+ [0-9.]+s)*)\)\s*$", tail[0])
+		if m:
+			res["phases_s"] = {k: float(v) for k, v in re.findall(r"([a-z]+) ([0-9.]+)s", m.group(1))}
+	print("bench: %s: %.1fs wall, %.1fs CPU, %.0f MiB peak, exit %d" % (
+		name, wall, cpu, rss_kib / 1024, rc), file=sys.stderr, flush=True)
+	return res
+
+
+def timed(name, cmd, log=None):
+	"""Run an outside command (the kernel's coccicheck) under /usr/bin/time -v."""
 	tfile = tempfile.mktemp(prefix="nestsleep-time-")
 	print("bench: %s: $ %s" % (name, " ".join(cmd)), file=sys.stderr, flush=True)
 	t0 = time.time()
 	with open(log or os.devnull, "w") as out:
 		proc = subprocess.run(["/usr/bin/time", "-v", "-o", tfile] + cmd, stdout=out,
-				      stderr=subprocess.STDOUT, env=env, cwd=cwd)
+				      stderr=subprocess.STDOUT)
 	wall = time.time() - t0
 	with open(tfile) as f:
 		tv = f.read()
@@ -52,29 +65,39 @@ def timed(name, cmd, env=None, cwd=None, log=None):
 		return m.group(1) if m else ""
 	cpu = float(field("User time (seconds)") or 0) + float(field("System time (seconds)") or 0)
 	rss = int(field("Maximum resident set size (kbytes)") or 0)
-	res = {"run": name, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "peak_rss_mib": round(rss / 1024, 1),
-	       "exit": proc.returncode, "command": " ".join(cmd)}
-	if log:
-		# nestsleep's closing line gives the time of each phase
-		with open(log, errors="replace") as f:
-			tail = f.read().splitlines()[-1:] or [""]
-		m = re.search(r"\(([a-z]+ [0-9.]+s(?:, [a-z]+ [0-9.]+s)*)\)\s*$", tail[0])
-		if m:
-			res["phases_s"] = {k: float(v) for k, v in re.findall(r"([a-z]+) ([0-9.]+)s", m.group(1))}
-	print("bench: %s: %.1fs wall, %.1fs CPU, %.0f MiB peak, exit %d" % (
-		name, wall, cpu, rss / 1024, proc.returncode), file=sys.stderr, flush=True)
-	return res
+	return measured(name, " ".join(cmd), wall, cpu, rss, proc.returncode, log)
 
 
-def main(argv):
-	ap = argparse.ArgumentParser()
-	ap.add_argument("--kdir", required=True)
-	ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
-	ap.add_argument("--work", default=os.path.join(os.environ.get(
-		"NESTSLEEP_CACHE", os.path.expanduser("~/.cache/nestsleep")), "bench"))
-	ap.add_argument("--out", default=os.path.join(TOP, "reports", "bench"))
-	ap.add_argument("--skip-k", action="store_true", help="do not run the kernel's rule (K)")
-	a = ap.parse_args(argv)
+def timed_check(name, opts, log):
+	"""Run the checker with Options opts in a forked child (stdout and
+	stderr to log), measured as /usr/bin/time would: wait4()'s rusage
+	covers the child and the workers it reaped."""
+	command = "nestsleep coccicheck --kdir %s%s" % (opts.kdir, (" --m " + opts.m) if opts.m else "")
+	print("bench: %s: %s" % (name, command), file=sys.stderr, flush=True)
+	t0 = time.time()
+	sys.stdout.flush()
+	sys.stderr.flush()
+	pid = os.fork()
+	if pid == 0:
+		rc = 1
+		try:
+			fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+			os.dup2(fd, 1)
+			os.dup2(fd, 2)
+			rc = pipeline.main(opts)
+			sys.stdout.flush()
+			sys.stderr.flush()
+		finally:
+			os._exit(rc)
+	_, status, ru = os.wait4(pid, 0)
+	wall = time.time() - t0
+	rc = os.waitstatus_to_exitcode(status)
+	return measured(name, command, wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss, rc, log)
+
+
+def main(a):
+	"""'nestsleep bench': a, the parsed command line (cli.py)."""
+	a.out = a.out or os.path.join(TOP, "reports", "bench")
 	kdir = os.path.realpath(a.kdir)
 	if not os.path.isfile(os.path.join(kdir, "Makefile")):
 		print("bench: no kernel tree at KDIR=%s" % a.kdir, file=sys.stderr)
@@ -86,13 +109,14 @@ def main(argv):
 	print("bench: hard-linked copy of %s in %s" % (kdir, copy), file=sys.stderr, flush=True)
 	subprocess.run(["cp", "-al", kdir, copy], check=True)
 	cache = os.path.join(a.work, "cache")
-	env = dict(os.environ, NESTSLEEP_CACHE=cache)
-	tool = [PY, os.path.join(TOP, "scripts", "nestsleep.py"), "--kdir", copy, "-j", str(a.jobs)]
+
+	def opts(**kw):
+		return pipeline.Options(kdir=copy, jobs=a.jobs, cache=cache, **kw)
 	runs = []
 	try:
 		ajson = os.path.join(a.work, "A.json")
-		runs.append(timed("A", tool + ["--json", ajson], env, log=os.path.join(a.work, "A.log")))
-		runs.append(timed("B", tool, env, log=os.path.join(a.work, "B.log")))
+		runs.append(timed_check("A", opts(json=ajson), os.path.join(a.work, "A.log")))
+		runs.append(timed_check("B", opts(), os.path.join(a.work, "B.log")))
 		with open(ajson) as f:
 			findings = json.load(f)["findings"]
 		target = None
@@ -110,10 +134,10 @@ def main(argv):
 			with open(p + ".tmp", "wb") as f:
 				f.write(data + b"\n/* nestsleep bench: edited */\n")
 			os.replace(p + ".tmp", p)
-		c = timed("C", tool, env, log=os.path.join(a.work, "C.log"))
+		c = timed_check("C", opts(), os.path.join(a.work, "C.log"))
 		c["edited"] = target
 		runs.append(c)
-		runs.append(timed("D", tool + ["--m", "drivers/md"], env, log=os.path.join(a.work, "D.log")))
+		runs.append(timed_check("D", opts(m="drivers/md"), os.path.join(a.work, "D.log")))
 		if not a.skip_k:
 			runs.append(timed("K", ["make", "-C", copy, "coccicheck", "COCCI=scripts/coccinelle/locks/call_kern.cocci",
 						"MODE=report", "J=%d" % a.jobs], log=os.path.join(a.work, "K.log")))
@@ -144,6 +168,3 @@ def main(argv):
 	print("written to %s" % os.path.relpath(out, TOP))
 	return 0 if all(r["exit"] == 0 for r in runs) else 1
 
-
-if __name__ == "__main__":
-	sys.exit(main(sys.argv[1:]))

@@ -1,9 +1,8 @@
-#!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-only
 """make triage: reports for subsystem maintainers.
 
-  triage.py --kdir K [--m M] [--out DIR] [--baseline OLD/findings.json]
-	    [--series DIR] [--labels FILE] [--json FINDINGS]
+  nestsleep triage --kdir K [--m M] [--out DIR] [--baseline OLD/findings.json]
+		   [--series DIR] [--labels FILE] [--json FINDINGS]
 
 Writes, to DIR (default reports/<tree-id>), through DIR.tmp and a rename:
 
@@ -24,7 +23,6 @@ labels live in reports/labels/<tree-id>.json (fingerprint -> verdict and
 reason) and survive a new run.
 """
 
-import argparse
 import collections
 import datetime
 import difflib
@@ -34,14 +32,12 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(TOP, "scripts"))
-import treeid  # noqa: E402
-import fixes  # noqa: E402
+from nestsleep import TOP, VERSION
+from nestsleep.common import UserError
+from nestsleep.series import series as fixes
+from nestsleep.triage import treeid
 
-PY = "/usr/bin/python3"
 RULE = "cocci/nested_sleep.cocci"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 VERDICTS = ("true", "false-positive", "harmless")
@@ -63,10 +59,6 @@ VERDICT_RULES = [
 	"is not built.", ""]
 
 
-class UserError(Exception):
-	pass
-
-
 def log(msg):
 	print("triage: " + msg, file=sys.stderr, flush=True)
 
@@ -74,11 +66,7 @@ def log(msg):
 def tool_versions():
 	sp = subprocess.run(["spatch", "--version"], capture_output=True, text=True).stdout
 	m = re.search(r"spatch version (\S+)", sp)
-	nv = "?"
-	with open(os.path.join(TOP, "scripts", "nestsleep.py")) as f:
-		mm = re.search(r'^VERSION = "([^"]+)"', f.read(), re.M)
-		if mm:
-			nv = mm.group(1)
+	nv = VERSION
 	rev = subprocess.run(["git", "-C", TOP, "rev-parse", "--short", "HEAD"], capture_output=True,
 			     text=True).stdout.strip()
 	return nv + ("+" + rev if rev else ""), (m.group(1) if m else "unknown")
@@ -219,21 +207,8 @@ def to_sarif(findings, tid, nver):
 # ---------------------------------------------------------------------------
 
 def load(a):
-	if a.json:
-		with open(a.json) as f:
-			return json.load(f)
-	tmp = tempfile.mkdtemp(prefix="nestsleep-triage-")
-	try:
-		jp = os.path.join(tmp, "f.json")
-		cmd = [PY, os.path.join(TOP, "scripts", "nestsleep.py"), "--kdir", a.kdir, "--mode", "patch", "--json", jp,
-		       "-j", str(a.jobs)] + (["--m", a.m] if a.m else []) + (["--spflags", a.spflags] if a.spflags else [])
-		r = subprocess.run(cmd, stdout=subprocess.DEVNULL)
-		if r.returncode != 0 or not os.path.exists(jp):
-			raise UserError("the checker failed (exit %d)" % r.returncode)
-		with open(jp) as f:
-			return json.load(f)
-	finally:
-		shutil.rmtree(tmp, ignore_errors=True)
+	"""The checker's findings: --json, else the same as series.load_findings."""
+	return fixes.load_findings(a)
 
 
 def precision(findings):
@@ -542,21 +517,8 @@ def section_md(sname, rs, kdir, series, kshown):
 	return "\n".join(L)
 
 
-def main(argv):
-	ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-	ap.add_argument("--kdir", required=True)
-	ap.add_argument("--m", default="")
-	ap.add_argument("--out", default="")
-	ap.add_argument("--baseline", default="")
-	ap.add_argument("--series", default="")
-	ap.add_argument("--labels", default="")
-	ap.add_argument("--json", default="")
-	ap.add_argument("--spflags", default="")
-	ap.add_argument("--kdir-shown", dest="kdir_shown", default="", help="how to write KDIR in the reports")
-	ap.add_argument("-j", "--jobs", type=int, default=0)
-	a = ap.parse_args(argv)
-	if a.jobs <= 0:
-		a.jobs = os.cpu_count() or 1
+def main(a):
+	"""'nestsleep triage': a, the parsed command line (cli.py)."""
 	try:
 		return build(a)
 	except UserError as e:
@@ -565,7 +527,3 @@ def main(argv):
 	except (OSError, ValueError, KeyError) as e:
 		log("error: %s" % e)
 		return 2
-
-
-if __name__ == "__main__":
-	sys.exit(main(sys.argv[1:]))

@@ -36,7 +36,7 @@ import os
 import re
 import subprocess
 
-from fixer import Edit, Refuse, flat, match_close, split_top, prev_nonspace, next_nonspace, mask
+from nestsleep.fix.fixer import Edit, Refuse, match_close, split_top, prev_nonspace, next_nonspace
 
 MAX_UP = 3          # caller levels searched above the waiting function
 MAX_FANIN = 40      # callers of one function beyond which the search stops

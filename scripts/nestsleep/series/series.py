@@ -1,10 +1,9 @@
-#!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-only
 """make fixes: patch series for the nested sleeps nestsleep can fix.
 
-  fixes.py --kdir K [--m M] --out DIR [--signoff "Name <mail>"] [--json F]
-	   [--compiled reports/compile/X.json]
-  fixes.py retest DIR          rewrite the "how tested" paragraphs from
+  nestsleep fixes --kdir K [--m M] --out DIR [--signoff "Name <mail>"]
+	   [--json F] [--compiled reports/compile/X.json]
+  nestsleep retest DIR         rewrite the "how tested" paragraphs from
                                DIR/boottest.json (written by make boottest)
 
 One patch per fixed function (with its wakers, which may be in other
@@ -20,7 +19,6 @@ They hold no line numbers.  A Signed-off-by is written only from SIGNOFF=
 or git config user.name/user.email; it is never made up.
 """
 
-import argparse
 import collections
 import datetime
 import fnmatch
@@ -32,16 +30,14 @@ import subprocess
 import sys
 import tempfile
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PY = "/usr/bin/python3"
+from nestsleep.analysis import pipeline
+from nestsleep.common import UserError
+from nestsleep.knowledge import Knowledge
+
 RULE = "cocci/nested_sleep.cocci"
 LWN = "https://lwn.net/Articles/628628/"
 WOKEN_FORM = 'the wait_woken() form that "sched/wait: Provide infrastructure to deal with nested blocking" added'
 NOT_TESTED = "Not build-tested or boot-tested yet."
-
-
-class UserError(Exception):
-	pass
 
 
 def log(msg):
@@ -270,8 +266,7 @@ STATE_OF = {
 
 
 def waiters():
-	with open(os.path.join(TOP, "cocci", "sleep_info.json")) as f:
-		return json.load(f)["waiters"]["table"]
+	return Knowledge().waiters
 
 
 def chain_text(chain):
@@ -528,23 +523,18 @@ def identity(kdir, signoff):
 # ---------------------------------------------------------------------------
 
 def load_findings(a):
+	"""The findings of MODE=patch (with each one's fix), from --json or a
+	fresh run of the checker."""
 	if a.json:
 		with open(a.json) as f:
 			return json.load(f)
-	tmp = tempfile.mkdtemp(prefix="nestsleep-fixes-")
+	opts = pipeline.Options(kdir=a.kdir, mode="patch", m=a.m, jobs=a.jobs, verbose=a.verbose,
+				spflags=getattr(a, "spflags", ""))
 	try:
-		jp = os.path.join(tmp, "f.json")
-		cmd = [PY, os.path.join(TOP, "scripts", "nestsleep.py"), "--kdir", a.kdir, "--mode", "patch",
-		       "--json", jp, "-j", str(a.jobs), "-v", str(a.verbose)]
-		if a.m:
-			cmd += ["--m", a.m]
-		r = subprocess.run(cmd, stdout=subprocess.DEVNULL)
-		if r.returncode != 0 or not os.path.exists(jp):
-			raise UserError("the checker failed (exit %d)" % r.returncode)
-		with open(jp) as f:
-			return json.load(f)
-	finally:
-		shutil.rmtree(tmp, ignore_errors=True)
+		res = pipeline.check(opts)
+	except pipeline.UserError as e:
+		raise UserError("the checker failed: %s" % e)
+	return res.as_json(opts)
 
 
 def build(a):
@@ -739,27 +729,16 @@ def retest(out):
 	return 0
 
 
-def main(argv):
-	if argv and argv[0] == "retest":
-		try:
-			if len(argv) != 2:
-				raise UserError("usage: fixes.py retest DIR")
-			return retest(argv[1])
-		except UserError as e:
-			log("error: %s" % e)
-			return 2
-	ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-	ap.add_argument("--kdir", required=True)
-	ap.add_argument("--m", default="")
-	ap.add_argument("--out", default="")
-	ap.add_argument("--signoff", default="")
-	ap.add_argument("--json", default="", help="findings from 'nestsleep.py --mode patch --json' (else run it)")
-	ap.add_argument("--compiled", default="", help="results of scripts/compile_patches.py")
-	ap.add_argument("-j", "--jobs", type=int, default=0)
-	ap.add_argument("-v", "--verbose", type=int, default=0)
-	a = ap.parse_args(argv)
-	if a.jobs <= 0:
-		a.jobs = os.cpu_count() or 1
+def main_retest(out):
+	try:
+		return retest(out)
+	except UserError as e:
+		log("error: %s" % e)
+		return 2
+
+
+def main(a):
+	"""'nestsleep fixes': a, the parsed command line (cli.py)."""
 	try:
 		return build(a)
 	except UserError as e:
@@ -767,7 +746,3 @@ def main(argv):
 		return 2
 	except KeyboardInterrupt:
 		return 130
-
-
-if __name__ == "__main__":
-	sys.exit(main(sys.argv[1:]))

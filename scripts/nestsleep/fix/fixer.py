@@ -529,7 +529,7 @@ class Fixer:
 		self.table = kn.waiters
 		self.rule = None
 		if tree is not None and facts is not None:
-			import wakers
+			from nestsleep.fix import wakers
 			self.rule = wakers.WakerRule(self, kn)
 
 	def wakers(self, u, rel, func, queue, state, stop_tested, span):

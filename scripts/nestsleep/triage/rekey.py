@@ -1,8 +1,7 @@
-#!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-only
 """Carry hand labels and fix results to new fingerprints in the same tree.
 
-  rekey.py --old OLD/findings.json --new NEW/findings.json
+  nestsleep rekey --old OLD/findings.json --new NEW/findings.json
 	   [--labels reports/labels/<tree-id>.json] [--fixes reports/fixes/<tree-id>]
 
 A fingerprint hashes the first sleeping chain.  When nestsleep's knowledge
@@ -18,7 +17,6 @@ file (triage ignores them) and are listed.  Files are written through a
 temporary file and a rename.
 """
 
-import argparse
 import json
 import os
 import sys
@@ -96,13 +94,16 @@ def write(path, data, sort=False):
 	os.replace(tmp, path)
 
 
-def main(argv):
-	ap = argparse.ArgumentParser(prog="rekey", description=__doc__.split("\n")[0])
-	ap.add_argument("--old", required=True)
-	ap.add_argument("--new", required=True)
-	ap.add_argument("--labels", default="")
-	ap.add_argument("--fixes", default="")
-	a = ap.parse_args(argv)
+def main(a):
+	"""'nestsleep rekey': a, the parsed command line (cli.py)."""
+	try:
+		return rekey(a)
+	except UserError as e:
+		sys.stderr.write("rekey: %s\n" % e)
+		return 2
+
+
+def rekey(a):
 	old, new = load(a.old), load(a.new)
 	if old.get("tree") and new.get("tree") and old["tree"] != new["tree"]:
 		raise UserError("%s is %s and %s is %s: rekey works within one tree (use BASELINE= across trees)"
@@ -128,10 +129,3 @@ def main(argv):
 		print("%s: %d fingerprints re-keyed" % (a.fixes, n))
 	return 0
 
-
-if __name__ == "__main__":
-	try:
-		sys.exit(main(sys.argv[1:]))
-	except UserError as e:
-		sys.stderr.write("rekey: %s\n" % e)
-		sys.exit(2)

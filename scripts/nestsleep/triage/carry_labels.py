@@ -1,8 +1,7 @@
-#!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-only
 """Carry hand labels from one tree's report to a later tree's.
 
-  carry_labels.py OLD_KDIR NEW_KDIR OLD_FINDINGS NEW_FINDINGS OLD_LABELS NEW_LABELS
+  nestsleep carry-labels OLD_KDIR NEW_KDIR OLD_FINDINGS NEW_FINDINGS OLD_LABELS NEW_LABELS
 
 A verdict is carried only when the fingerprint matches AND the source of
 the wait-site function and of the function around every hop of the chain is
@@ -15,9 +14,7 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import fixer	# noqa: E402
+from nestsleep.fix import fixer
 
 
 def func_text(cache, kdir, rel, line):
@@ -101,6 +98,3 @@ def main(argv):
 		print("review %s %s %s %s() (%s)" % r)
 	return 0
 
-
-if __name__ == "__main__":
-	sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,262 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Match: spatch with cocci/nested_sleep.cocci on the files that hold wait
+sites, cached per file content; every call made in a non-running window."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+from nestsleep.analysis import cfacts
+from nestsleep.analysis.scan import _size
+from nestsleep.common import UserError, log, sha1
+
+
+def spatch_version():
+	try:
+		out = subprocess.run(["spatch", "--version"], capture_output=True, text=True).stdout
+	except OSError:
+		return None
+	m = re.search(r"spatch version (\S+)", out)
+	return m.group(1) if m else "unknown"
+
+
+def cocci_options(cocci):
+	opts = []
+	with open(cocci) as f:
+		for line in f:
+			m = re.match(r"//\s*Options:\s*(.*)", line)
+			if m:
+				opts += m.group(1).split()
+	return opts
+
+
+class Matcher:
+	"""Runs the rule over the wait-site files; results cached per file."""
+
+	def __init__(self, tree, cache, args, cocci, paths, rulekey):
+		self.tree, self.cache, self.args, self.cocci = tree, cache, args, cocci
+		self.paths = paths
+		self.rulekey = rulekey
+		self.failed, self.timedout, self.parsed = [], [], 0
+		self.dropped = {}
+
+	def run(self, rels):
+		results, todo = {}, []
+		for rel in rels:
+			r = self.cache.load("match", self.rulekey(rel), self.tree.sha(rel)[:2], self.tree.sha(rel))
+			if r is not None and r["status"] == "timeout" and self.args.timeout > r.get("timeout_s", 0):
+				r = None	# timed out before: retry with the longer TIMEOUT=
+			if r is None:
+				todo.append(rel)
+			else:
+				# the cache is keyed by content: the same file may have
+				# been matched under another name
+				for rec in r["recs"]:
+					rec["file"] = rel
+				results[rel] = r
+		if todo:
+			log("matching %d files with spatch (%d cached)" % (len(todo), len(results)))
+			fresh = self._spatch(todo)
+			for rel in todo:
+				r = fresh.get(rel, {"status": "failed", "recs": [], "funcs": []})
+				results[rel] = r
+				# a timeout is kept with its TIMEOUT=: a longer one retries
+				if r["status"] == "timeout":
+					r["timeout_s"] = self.args.timeout
+				self.cache.store(r, "match", self.rulekey(rel), self.tree.sha(rel)[:2], self.tree.sha(rel))
+		for rel, r in results.items():
+			if r["status"] == "timeout":
+				self.timedout.append(rel)
+			elif r["status"] == "failed":
+				self.failed.append(rel)
+			else:
+				self.parsed += 1
+		return results
+
+	def _spatch(self, rels):
+		args = self.args
+		tmp = tempfile.mkdtemp(prefix="nestsleep-")
+		try:
+			groups = os.path.join(tmp, "groups")
+			with open(groups, "w") as f:
+				# largest first: with --chunksize 1 the jobs take files as
+				# they go, so a big file last would leave one job alone
+				for rel in sorted(rels, key=lambda r: -_size(self.tree.abs[r])):
+					f.write(self.tree.abs[rel] + "\n\n")
+			cmd = ["spatch", "--sp-file", self.cocci, "--no-show-diff", "--quiet"]
+			cmd += cocci_options(self.cocci)
+			cmd += ["--timeout", str(args.timeout), "--file-groups", groups,
+				"--tmp-dir", os.path.join(tmp, "par")]
+			if args.jobs > 1:
+				cmd += ["--jobs", str(args.jobs), "--chunksize", "1"]
+			cmd += args.spflags
+			env = dict(os.environ, NESTSLEEP_RAW="1", NESTSLEEP_WAITERS=self.paths["waiters"],
+				   NESTSLEEP_CARRIERS=self.paths["carriers"], NESTSLEEP_WINDOW=self.paths["window"])
+			if args.verbose:
+				log("$ " + " ".join(cmd))
+			err_path = os.path.join(tmp, "stderr")
+			with open(err_path, "w") as err:
+				proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, env=env, cwd=tmp)
+			with open(err_path, errors="replace") as f:
+				err_text = f.read()
+			if args.debug_file:
+				with open(args.debug_file, "a") as f:
+					f.write(err_text)
+			out = proc.stdout.decode("utf-8", "replace")
+			byabs = {self.tree.abs[r]: r for r in rels}
+			res = {r: {"status": "ok", "recs": [], "funcs": []} for r in rels}
+			seen = set()
+			for line in out.splitlines():
+				if not line.startswith("NESTSLEEP "):
+					continue
+				rec = json.loads(line[10:])
+				rel = byabs.get(rec["file"])
+				if rel is None:
+					continue
+				seen.add(rel)
+				rec["file"] = rel
+				if rec["shape"] == "function":
+					res[rel]["funcs"].append(rec["func"])
+				else:
+					res[rel]["recs"].append(rec)
+			for m in re.finditer(r"^EXN: (.*) in (\S+)\s*$", err_text, re.M):
+				rel = byabs.get(m.group(2))
+				if rel is None:
+					continue
+				res[rel]["status"] = "timeout" if "Timeout" in m.group(1) else "failed"
+				res[rel]["error"] = m.group(1)[:200]
+			if proc.returncode != 0 and not seen:
+				tail = "\n".join(err_text.strip().splitlines()[-5:])
+				raise UserError("spatch failed (exit %d): %s" % (proc.returncode, tail or "no message"))
+			for rel in rels:
+				if res[rel]["status"] == "ok" and not res[rel]["funcs"]:
+					names = self.tree.files[rel][1]
+					if names and rel.endswith(".c"):
+						res[rel]["status"] = "failed"
+						res[rel]["error"] = "no function parsed"
+			return res
+		finally:
+			shutil.rmtree(tmp, ignore_errors=True)
+
+
+def stmt_expr_records(tree, facts, kn, waiters, targets, recs):
+	"""Candidate calls in '({ ... })' conditions, which spatch skips.
+
+	The fact extractor keeps the arguments of calls that take a statement
+	expression; the calls inside a waiter's condition (or cmd) argument are
+	added as if the rule had matched them."""
+	seen = set((r["file"], r["line"], r["call"]) for r in recs)
+	out = []
+	for rel in targets:
+		lines = None
+		for fname, fn in facts.get(rel)["functions"].items():
+			for c in fn["calls"]:
+				w = waiters.get(c["name"])
+				if not w or not c.get("stmt_expr") or c.get("kind"):
+					continue
+				roles = [(w["cond"], "cond")] + [(i, "cmd") for i in w["cmd"]]
+				for idx, role in roles:
+					if idx >= len(c["args"]) or "({" not in c["args"][idx]:
+						continue
+					atoks = cfacts.tokenize(c["args"][idx])
+					inner = cfacts.calls_in(atoks, 0, len(atoks), kn.want_args)
+					if any(x["name"] in kn.annotations for x in inner):
+						continue
+					if lines is None:
+						with open(tree.abs[rel], errors="replace") as f:
+							lines = f.read().split("\n")
+					text = lines[c["line"] - 1] if c["line"] - 1 < len(lines) else ""
+					m = re.search(r"\b%s\s*\(" % re.escape(c["name"]), text)
+					col = m.start() if m else 0
+					for x in inner:
+						key = (rel, c["line"], x["name"])
+						if key in seen or x["name"] == c["name"]:
+							continue
+						seen.add(key)
+						cline, ccol = c["line"], 0
+						for ln in range(c["line"] - 1, min(len(lines), c["line"] + 30)):
+							mm = re.search(r"\b%s\s*\(" % re.escape(x["name"]), lines[ln])
+							if mm:
+								cline, ccol = ln + 1, mm.start()
+								break
+						rec = {"shape": "wait_event", "site": c["name"], "file": rel, "line": c["line"],
+						       "col": col, "colend": col + len(c["name"]), "func": fname,
+						       "call": x["name"], "kind": "member" if x.get("kind") else "call",
+						       "base": x.get("base", ""), "cline": cline, "ccol": ccol,
+						       "args": ", ".join(x.get("args", [])), "role": role,
+						       "locked": w["locked"] if role == "cond" else "", "argn": idx,
+						       "stmt_expr": True}
+						out.append(rec)
+	return out
+
+
+def split_args(s):
+	"""The top-level comma-separated parts of an argument list text."""
+	out, cur, depth = [], "", 0
+	for ch in s:
+		if ch in "([{":
+			depth += 1
+		elif ch in ")]}":
+			depth -= 1
+		if ch == "," and depth == 0:
+			out.append(cur.strip())
+			cur = ""
+		else:
+			cur += ch
+	if cur.strip():
+		out.append(cur.strip())
+	return out
+
+
+GUARD_CALLS = ("scoped_guard", "scoped_cond_guard")
+
+
+def function_coverage(targets, results, facts):
+	"""Function-level parse coverage of the matched files: the functions
+	nestsleep's own scanner found, against those spatch reported parsing
+	(spatch drops a function it cannot parse and goes on, so a file can
+	count as parsed with functions missing).  Functions that use a scoped
+	guard are counted apart: spatch 1.1.1 drops them without the hints."""
+	total = parsed = gtotal = gparsed = 0
+	dropped = []
+	for rel in targets:
+		r = results.get(rel) or {}
+		if r.get("status") != "ok":
+			continue
+		seen = set(r.get("funcs", []))
+		for name, fn in facts.get(rel)["functions"].items():
+			total += 1
+			guard = any(c["name"] in GUARD_CALLS for c in fn.get("calls", []))
+			gtotal += guard
+			if name in seen:
+				parsed += 1
+				gparsed += guard
+			elif len(dropped) < 200:
+				dropped.append("%s:%s" % (rel, name))
+	return {"functions": total, "functions_parsed": parsed, "guard_functions": gtotal,
+		"guard_functions_parsed": gparsed, "functions_dropped": dropped}
+
+
+def _flags_key(spflags):
+	"""The spatch flags as the match cache sees them: a --macro-file by its
+	content, not by its path, so that two checkouts share the cache."""
+	out, skip = [], False
+	for i, v in enumerate(spflags):
+		if skip:
+			skip = False
+			continue
+		if v == "--macro-file" and i + 1 < len(spflags) and os.path.isfile(spflags[i + 1]):
+			with open(spflags[i + 1], "rb") as f:
+				out.append("--macro-file=" + sha1(f.read()))
+			skip = True
+		else:
+			out.append(v)
+	return " ".join(out).encode()
+
+
+def _is_nestsleep_rule(path):
+	with open(path, errors="replace") as f:
+		return "NESTSLEEP_RAW" in f.read()

@@ -1,0 +1,384 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""nestsleep: find sleeping calls made while a task is not TASK_RUNNING.
+
+Whole-tree driver for cocci/nested_sleep.cocci.  It works on demand:
+
+  scan      every .c/.h file once (cached by content hash): which names it
+            may define, which structs, which initializers, and whether it
+            holds a wait site;
+  waiters   derive the wait primitives by expanding the tree's macro
+            definitions from the roots in cocci/sleep_info.json, so subsystem
+            wrappers (raid10's wait_event_barrier()) are found;
+  match     run spatch with cocci/nested_sleep.cocci on the files that hold
+            wait sites (cached per file content), collecting every call made
+            in a non-running window;
+  resolve   follow those calls through the definitions of their callees,
+            file by file (scripts/cfacts.py, cached per file content), through
+            macros, static inlines and ops-table function pointers;
+  summarize a fixpoint over the call graph gives each function a shortest
+            chain down to a sleeping primitive (cocci/sleep_info.json);
+  report    one finding per wait site, in the kernel's coccicheck formats.
+
+Run it through 'make coccicheck' (see README.md).  Findings go to stdout;
+banners, progress and the coverage line go to stderr.
+"""
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import List, Optional
+
+from nestsleep import DEFAULT_COCCI, VERSION, cache_dir
+from nestsleep.analysis import cfacts
+from nestsleep.analysis.match import (Matcher, _flags_key, _is_nestsleep_rule, cocci_options,
+				      function_coverage, split_args, stmt_expr_records)
+from nestsleep.analysis.report import context_text, make_finding, patch_text, report_text
+from nestsleep.analysis.resolve import Analysis
+from nestsleep.analysis.scan import WAIT_WORDS, Facts, Tree
+from nestsleep.analysis.waiters import derive_waiters, specialize_rule
+from nestsleep.cache import Cache
+from nestsleep.common import UserError, log, sha1
+from nestsleep.knowledge import Knowledge
+
+
+@dataclasses.dataclass
+class Options:
+	"""The coccicheck knobs (cli.py parses them) and the library's own:
+	cache (NESTSLEEP_CACHE), only (match only these files) and json (also
+	write the findings there)."""
+	kdir: str
+	mode: str = "report"
+	m: str = ""
+	cocci: str = ""
+	spflags: List[str] = dataclasses.field(default_factory=list)
+	debug_file: str = ""
+	jobs: int = 0
+	verbose: int = 0
+	timeout: int = 200
+	cache: str = ""
+	only: Optional[List[str]] = None
+	json: str = ""
+	m_abs: Optional[str] = None
+
+	def __post_init__(self):
+		if isinstance(self.spflags, str):
+			self.spflags = self.spflags.split()
+		if self.jobs <= 0:
+			self.jobs = os.cpu_count() or 1
+		self.cache = self.cache or cache_dir()
+
+
+@dataclasses.dataclass
+class CheckResult:
+	"""What one run found: the findings (with their fix status in
+	MODE=patch), the parse coverage, the phase times, and the text that
+	belongs on stdout for the mode."""
+	findings: list
+	coverage: dict
+	times: dict
+	output: str = ""
+
+	def as_json(self, opts):
+		"""findings.json (schema: fixtures/findings.schema.json)."""
+		return {"tool": "nestsleep", "version": VERSION, "kdir": os.path.realpath(opts.kdir),
+			"m": opts.m, "coverage": self.coverage, "times": self.times, "findings": self.findings}
+
+
+def check_inputs(a):
+	if shutil.which("spatch") is None:
+		raise UserError("spatch not found on PATH; install it with: sudo apt-get install -y coccinelle")
+	if a.mode not in ("report", "context", "org", "patch"):
+		raise UserError("unknown MODE=%s (report, patch, context, org)" % a.mode)
+	if not os.path.isfile(os.path.join(a.kdir, "Makefile")) and not os.path.isdir(a.kdir):
+		raise UserError("no kernel tree at KDIR=%s" % a.kdir)
+	if not os.path.isdir(a.kdir):
+		raise UserError("no kernel tree at KDIR=%s" % a.kdir)
+	cocci = a.cocci or DEFAULT_COCCI
+	if not os.path.isfile(cocci):
+		raise UserError("COCCI=%s: no such rule file" % a.cocci)
+	a.cocci = os.path.abspath(cocci)
+	# parsing hints that live beside the rule (scoped_guard and friends):
+	# without them spatch 1.1.1 drops every function that uses a guard
+	hints = os.path.join(os.path.dirname(a.cocci), "nestsleep.macros.h")
+	if _is_nestsleep_rule(a.cocci) and os.path.isfile(hints) and "--macro-file" not in a.spflags:
+		a.spflags = ["--macro-file", hints] + a.spflags
+	ext = []
+	if a.m:
+		if os.path.isabs(a.m):
+			if not os.path.isdir(a.m):
+				raise UserError("M=%s: no such directory" % a.m)
+			real = os.path.realpath(a.m)
+			k = os.path.realpath(a.kdir)
+			if real.startswith(k + os.sep):
+				a.m = os.path.relpath(real, k)
+			else:
+				ext.append(real)
+				a.m_abs = real
+		elif not os.path.isdir(os.path.join(a.kdir, a.m)):
+			raise UserError("M=%s: no such directory under KDIR=%s" % (a.m, a.kdir))
+		a.m = a.m.rstrip("/")
+	return ext
+
+
+def in_scope(rel, a, ext):
+	if not a.m:
+		return True
+	if ext:
+		return rel.startswith(ext[0] + os.sep)
+	return rel == a.m or rel.startswith(a.m + "/")
+
+
+def tree_knowledge(tree, facts, ana, kn, cache, times):
+	"""Wait primitives, state-carrying helpers and window names of the tree."""
+	t = time.time()
+	wait_files = [r for r in tree.files if tree.flags(r) & 1]
+	state_files = [r for r in tree.files if tree.flags(r) & 2]
+	facts.ensure(wait_files + state_files)
+	times["facts"] = time.time() - t
+	t = time.time()
+	waiters = derive_waiters(kn, facts, [r for r in wait_files if tree.flags(r) & 4])
+	carriers = set()
+	for rel in state_files:
+		for name, fn in facts.get(rel)["functions"].items():
+			if fn.get("carry"):
+				carriers.add(name)
+	carriers -= set(kn.sleepers) | set(waiters) | set(kn.restore)
+	extra = sorted(n for n in waiters if not any(w in n.encode() for w in WAIT_WORDS))
+	if extra:
+		# wrappers whose names the scan's tokens miss: search for their
+		# users once per file content and wrapper set
+		pat = re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, extra)))
+		ckey = "extra-" + sha1(" ".join(extra).encode())[:12]
+		seen = cache.load("index", ckey) or {}
+		more, dirty = [], False
+		for rel in tree.files:
+			if tree.flags(rel) & 1:
+				continue
+			sha = tree.sha(rel)
+			hit = seen.get(sha)
+			if hit is None:
+				try:
+					with open(tree.abs[rel], errors="replace") as f:
+						hit = bool(pat.search(f.read()))
+				except OSError:
+					hit = False
+				seen[sha] = hit
+				dirty = True
+			if hit:
+				more.append(rel)
+		if dirty:
+			cache.store(seen, "index", ckey)
+		facts.ensure(more)
+		wait_files += more
+	log("%d wait primitives (%d found by macro expansion), %d state-carrying helpers" % (
+		len(waiters), sum(1 for w in waiters.values() if w["via"] not in ("table", "root")), len(carriers)))
+
+	# What may sleep inside a non-running window: summarize the calls of the
+	# functions that set the task state (or call a state-carrying helper), so
+	# that the rule's window search only considers those names.
+	roots = []
+	window_calls = []
+	anchors = []
+	for rel in sorted(set(wait_files) | set(state_files)):
+		for fname, fn in sorted(facts.get(rel)["functions"].items()):
+			if fn.get("setter") or any(c["name"] in carriers for c in fn["calls"]):
+				anchors.append((rel, fname, fn))
+	ana.prefetch(set((c["name"], rel) for rel, fname, fn in anchors for c in fn["calls"] if not c.get("kind")))
+	for rel, fname, fn in anchors:
+		for c in fn["calls"]:
+			tg = ana.call_targets(c, rel, fname)
+			window_calls.append((c, tg))
+			roots += tg[1]
+	ana.expand(roots)
+	ana.summarize()
+	window = sorted(set(c["name"] for c, tg in window_calls if ana.witness(c, tg, ana.summary, "")))
+	times["window"] = time.time() - t
+	log("%d names may sleep inside set_current_state()/prepare_to_wait() windows" % len(window))
+
+	return waiters, carriers, window, wait_files
+
+
+def analyse(a, ext):
+	t_start = time.time()
+	kn = Knowledge()
+	cache = Cache(a.cache)
+	times = {}
+	log("scanning %s" % a.kdir)
+	t = time.time()
+	tree = Tree(a.kdir, cache, a.jobs, ext)
+	times["scan"] = time.time() - t
+	log("scanned %d files (%d re-read) in %.1fs" % (len(tree.files), tree.scanned, times["scan"]))
+
+	facts = Facts(tree, kn, cache, a.jobs)
+	ana = Analysis(tree, facts, kn)
+	# The tree-wide knowledge (wait primitives, state-carrying helpers, names
+	# that may sleep in a window) depends on every file's content: keep it
+	# under a digest of the whole tree, so that a warm run skips it.
+	tdig = sha1((kn.digest + str(cfacts.FACTS_VERSION) + "".join(
+		"%s %s\n" % (rel, tree.files[rel][0]) for rel in sorted(tree.files))).encode())[:16]
+	know = cache.load("index", "tree-" + tdig)
+	if know is not None:
+		waiters, carriers, window, wait_files = know
+		carriers = set(carriers)
+		times["facts"] = times["window"] = 0.0
+		log("tree knowledge cached: %d wait primitives, %d state-carrying helpers, %d window names" % (
+			len(waiters), len(carriers), len(window)))
+	else:
+		waiters, carriers, window, wait_files = tree_knowledge(tree, facts, ana, kn, cache, times)
+		cache.store((waiters, sorted(carriers), window, wait_files), "index", "tree-" + tdig)
+
+	if a.only is not None:
+		targets = [r for r in a.only if r in tree.files]
+		missing = [r for r in a.only if r not in tree.files]
+		if missing:
+			raise UserError("not a source file under KDIR: %s" % ", ".join(missing))
+		facts.ensure(targets)
+	else:
+		targets = sorted(r for r in set(wait_files) if in_scope(r, a, ext))
+		facts.ensure(targets)
+
+	tmp = tempfile.mkdtemp(prefix="nestsleep-")
+	try:
+		paths = {}
+		for nm, val in (("waiters", waiters), ("carriers", sorted(carriers)), ("window", window)):
+			paths[nm] = os.path.join(tmp, nm + ".json")
+			with open(paths[nm], "w") as f:
+				json.dump(val, f, sort_keys=True)
+		with open(a.cocci, "rb") as f:
+			base = sha1(f.read() + json.dumps(waiters, sort_keys=True).encode() + json.dumps(sorted(carriers)).encode()
+				    + _flags_key(a.spflags))[:16]
+		wset = set(window)
+
+		def rulekey(rel):
+			# a file's result depends only on the window names it calls
+			names = set(c["name"] for fn in facts.get(rel)["functions"].values() for c in fn["calls"])
+			return base + sha1(" ".join(sorted(names & wset)).encode())[:8]
+		t = time.time()
+		rule = specialize_rule(a.cocci, os.path.join(tmp, os.path.basename(a.cocci)),
+				       waiters, carriers, window)
+		matcher = Matcher(tree, cache, a, rule, paths, rulekey)
+		results = matcher.run(targets)
+		times["match"] = time.time() - t
+	finally:
+		shutil.rmtree(tmp, ignore_errors=True)
+
+	# resolve the calls found at the wait sites, in a graph of their own: the
+	# tree-knowledge pass above (skipped on a warm run) built one from every
+	# window anchor, and reusing it would let chains run deeper than
+	# MAX_DEPTH from a site on a cold run only
+	t = time.time()
+	ana.nodes, ana.summary = {}, {}
+	recs = [r for rel in targets for r in results[rel]["recs"]]
+	recs += stmt_expr_records(tree, facts, kn, waiters, targets, recs)
+	roots = []
+	site_targets = []
+	for r in recs:
+		c = {"name": r["call"], "line": r["cline"]}
+		if r["kind"] == "member":
+			c["kind"] = "member"
+			c["base"] = r["base"]
+		elif r["call"] in kn.gfp_arg:
+			c["args"] = [x.strip() for x in split_args(r["args"])]
+		if r["call"] in ("guard", "scoped_guard"):
+			c["guard"] = split_args(r["args"])[0] if r["args"] else ""
+		tg = ana.call_targets(c, r["file"], r["func"])
+		site_targets.append((r, c, tg))
+		roots += tg[1]
+	ana.expand(roots)
+	ana.summarize()
+	times["resolve"] = time.time() - t
+
+	findings = {}
+	for r, c, tg in site_targets:
+		w = ana.witness(c, tg, ana.summary, r["file"])
+		if w is None:
+			continue
+		key = (r["file"], r["line"], r["col"], r["colend"])
+		chain, effect, group, pen, locs = w
+		shape = r["shape"]
+		if shape == "carried_state":
+			pen = max(pen, 1)
+		if shape in ("set_current_state", "prepare_to_wait", "carried_state") and group == "schedule":
+			pen = max(pen, 3)
+		locs = [(r["file"], r["cline"])] + list(locs[1:])
+		findings.setdefault(key, []).append({"rec": r, "chain": chain, "effect": effect,
+						     "group": group, "penalty": pen, "locs": locs})
+	out = []
+	for key in sorted(findings):
+		paths = sorted(findings[key], key=lambda p: (p["penalty"], p["rec"]["cline"], p["rec"]["ccol"]))
+		out.append(make_finding(key, paths, kn))
+	cov = {"files": len(targets), "parsed": matcher.parsed, "failed": sorted(matcher.failed),
+	       "timeout": sorted(matcher.timedout)}
+	cov.update(function_coverage(targets, results, facts))
+	times["total"] = time.time() - t_start
+	return out, cov, times, tree, facts
+
+
+def check(a, ext=None):
+	"""Run the checker with Options a; the findings and the mode's output.
+	Raises UserError on bad input.  MODE=patch also gives each finding
+	its fix status (finding["fix"])."""
+	if ext is None:
+		ext = check_inputs(a)
+	findings, cov, times, tree, facts = analyse(a, ext)
+	if a.mode == "context":
+		out = context_text(a, findings, tree)
+	elif a.mode == "patch":
+		out = patch_text(a, findings, tree, facts, Knowledge())
+	else:
+		out = report_text(a.mode, findings)
+	return CheckResult(findings, cov, times, out)
+
+
+def main(a):
+	"""The coccicheck command: Options a in, the mode's output on stdout."""
+	try:
+		ext = check_inputs(a)
+		if not _is_nestsleep_rule(a.cocci):
+			return run_plain(a)
+		print("\nPlease check for false positives in the output before submitting a patch.\n"
+		      "Each finding names its chain and a confidence; see README.md.\n", file=sys.stderr)
+		res = check(a, ext)
+	except UserError as e:
+		log("error: %s" % e)
+		return 2
+	except KeyboardInterrupt:
+		log("interrupted")
+		return 130
+	sys.stdout.write(res.output)
+	sys.stdout.flush()
+	cov, times = res.coverage, res.times
+	if a.json:
+		with open(a.json, "w") as fp:
+			json.dump(res.as_json(a), fp, indent=1)
+	for rel in cov["failed"]:
+		log("could not parse: %s" % rel)
+	for rel in cov["timeout"]:
+		log("timed out: %s" % rel)
+	log("%d findings; coverage: %d files matched, %d parsed, %d failed, %d timed out; %.1fs (%s)" % (
+		len(res.findings), cov["files"], cov["parsed"], len(cov["failed"]), len(cov["timeout"]), times["total"],
+		", ".join("%s %.1fs" % (k, v) for k, v in times.items() if k != "total")))
+	return 0
+
+
+def run_plain(a):
+	"""COCCI= names a rule that is not nestsleep's: run it as coccicheck would."""
+	cmd = ["spatch", "--sp-file", a.cocci, "-D", a.mode, "--very-quiet"]
+	if a.mode in ("report", "org"):
+		cmd.append("--no-show-diff")
+	cmd += cocci_options(a.cocci)
+	target = os.path.join(a.kdir, a.m) if a.m and not os.path.isabs(a.m) else (a.m or a.kdir)
+	cmd += ["--dir", target, "--timeout", str(a.timeout)]
+	if a.jobs > 1:
+		cmd += ["--jobs", str(a.jobs), "--chunksize", "1"]
+	cmd += a.spflags
+	if a.verbose:
+		log("$ " + " ".join(cmd))
+	return subprocess.run(cmd).returncode
+

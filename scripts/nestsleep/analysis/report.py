@@ -1,0 +1,126 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Report: one finding per wait site, in the kernel's coccicheck formats
+(report, org, context) and MODE=patch's diff."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+
+from nestsleep.analysis.match import cocci_options
+from nestsleep.analysis.summarize import confidence
+from nestsleep.common import log, sha1
+from nestsleep.fix import fixer
+
+
+def describe_site(r):
+	if r["shape"] == "wait_event":
+		if r.get("role") == "cmd":
+			return "in the cmd of %s(), which runs before schedule()" % r["site"]
+		return "in the condition of %s()" % r["site"]
+	if r["shape"] == "prepare_to_wait":
+		return "between %s() and schedule()" % r["site"]
+	if r["shape"] == "set_current_state":
+		return "between %s(%s) and schedule()" % (r["site"], r.get("state", "").replace(" ", ""))
+	return "while the task state set in %s() is still non-running" % r["site"]
+
+
+EFFECT_TEXT = {"warns": "warns", "silent": "resets the task state silently"}
+
+
+def fingerprint(rel, func, primitive, chain):
+	"""Stable across line shifts: file, function, wait primitive, chain."""
+	return sha1("\0".join([rel, func, primitive] + list(chain)).encode())[:16]
+
+
+def make_finding(key, paths, kn):
+	first = paths[0]
+	r = first["rec"]
+	pen = first["penalty"]
+	conf = confidence(pen)
+	seen = []
+	for p in paths:
+		txt = "%s (%s)" % (" -> ".join(p["chain"]), EFFECT_TEXT[p["effect"]])
+		if txt not in seen:
+			seen.append(txt)
+	where = describe_site(r)
+	if r.get("locked"):
+		kind = "sleep_in_atomic"
+		msg = "ERROR: sleep in atomic context: %s() may sleep %s, which runs under spinlock %s" % (
+			r["call"], where, r["locked"])
+	else:
+		kind = "nested_sleep"
+		msg = "WARNING: nested sleep: %s() may sleep %s" % (r["call"], where)
+		if r["shape"] != "wait_event" or r["cline"] != r["line"]:
+			msg += " on line %d" % r["cline"]
+	msg += " (%s)" % "; ".join(seen)
+	msg += " [confidence: %s]" % conf
+	return {
+		"fingerprint": fingerprint(key[0], r["func"], r["site"], first["chain"]),
+		"file": key[0], "line": key[1], "col": key[2], "colend": key[3],
+		"function": r["func"], "shape": r["shape"], "primitive": r["site"],
+		"role": r.get("role", ""), "locked": r.get("locked", ""), "kind": kind,
+		"call": r["call"], "call_line": r["cline"], "effect": first["effect"],
+		"group": first["group"], "chain": first["chain"], "confidence": conf,
+		"chain_locs": ["%s:%d" % l for l in first["locs"]],
+		"paths": [{"call": p["rec"]["call"], "line": p["rec"]["cline"], "col": p["rec"]["ccol"], "chain": p["chain"],
+			   "chain_locs": ["%s:%d" % l for l in p["locs"]],
+			   "effect": p["effect"], "confidence": confidence(p["penalty"])} for p in paths],
+		"message": msg,
+	}
+
+
+def report_text(mode, findings):
+	"""MODE=report and MODE=org: one line per finding."""
+	out = []
+	for f in findings:
+		if mode == "org":
+			out.append("* TODO [[view:%s::face=ovl-face1::linb=%d::colb=%d::cole=%d][%s]]\n" % (
+				f["file"], f["line"], f["col"], f["colend"],
+				f["message"].replace("[", "@(").replace("]", ")")))
+		else:
+			out.append("%s:%d:%d-%d: %s\n" % (f["file"], f["line"], f["col"], f["colend"], f["message"]))
+	return "".join(out)
+
+
+def context_text(a, findings, tree):
+	"""Context mode: spatch marks the sleeping calls with '*'."""
+	if not findings:
+		return ""
+	tmp = tempfile.mkdtemp(prefix="nestsleep-")
+	try:
+		pos = os.path.join(tmp, "positions")
+		files = sorted(set(f["file"] for f in findings))
+		with open(pos, "w") as f:
+			for fd in findings:
+				for p in fd["paths"]:
+					f.write("%s:%d:%d\n" % (tree.abs[fd["file"]], p["line"], p["col"]))
+		cmd = ["spatch", "--sp-file", a.cocci, "-D", "context", "--very-quiet"] + cocci_options(a.cocci)
+		cmd += ["--timeout", str(a.timeout)] + a.spflags + [tree.abs[f] for f in files]
+		env = dict(os.environ, NESTSLEEP_POSITIONS=pos)
+		if a.verbose:
+			log("$ " + " ".join(cmd))
+		proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+		out = proc.stdout.decode("utf-8", "replace")
+		k = os.path.realpath(a.kdir) + "/"
+		return out.replace(k, "")
+	finally:
+		shutil.rmtree(tmp, ignore_errors=True)
+
+
+def patch_text(a, findings, tree, facts, kn):
+	"""Patch mode: one unified diff for every finding with a safe rewrite.
+	The findings without one are listed on stderr with the reason."""
+	fx = fixer.Fixer(a.kdir, kn, tree, facts, m_abs=a.m_abs)
+	units = fx.run(findings)
+	diff = fixer.combined_diff(fx, units)
+	counts = {}
+	for f in findings:
+		fix = f["fix"]
+		counts[fix["status"]] = counts.get(fix["status"], 0) + 1
+		if fix["status"] != "patch":
+			log("%s:%d: %s: %s" % (f["file"], f["line"], "report only" if fix["status"] == "report-only"
+					       else "manual fix needed", fix["reason"]))
+	log("patch: %d functions rewritten; findings: %s" % (len(units), ", ".join(
+		"%d %s" % (n, k) for k, n in sorted(counts.items())) or "none"))
+	return diff

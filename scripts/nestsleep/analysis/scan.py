@@ -1,0 +1,202 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Scan: every .c/.h file once, cached by content hash (which names it may
+define, which structs and initializers it holds, whether it holds a wait
+site), and the per-file facts of cfacts.py, extracted on demand."""
+
+import multiprocessing
+import os
+import re
+import time
+
+from nestsleep.analysis import cfacts
+from nestsleep.common import sha1
+from nestsleep.knowledge import Knowledge
+
+SCAN_VERSION = 3
+DEF_LINE = re.compile(
+	rb"^(?:[A-Za-z_][^\n;(]*?)?\b([A-Za-z_]\w*)[ \t]*\([^\n;]*$"
+	rb"|^#[ \t]*define[ \t]+([A-Za-z_]\w*)\("
+	rb"|^(?:typedef[ \t]+)?struct[ \t]+(\w+)[ \t]*\{", re.M)
+INIT_STRUCT = re.compile(rb"struct\s+(\w+)\s[^=;{}()\n]*=\s*\{")
+INIT_MEMBER = re.compile(rb"^[ \t]*\.(\w+)[ \t]*=[ \t]*&?[A-Za-z_]\w*[ \t]*,?[ \t]*$", re.M)
+WAIT_WORDS = (b"wait_event", b"prepare_to_wait", b"set_current_state", b"set_special_state", b"wait_var_event")
+STATE_WORDS = (b"set_current_state", b"set_special_state", b"prepare_to_wait")
+SKIP_DIRS = ("tools/", "scripts/", "samples/", "Documentation/", "usr/")
+
+
+def list_sources(root):
+	out = []
+	for dp, dn, fn in os.walk(root):
+		dn[:] = [d for d in dn if not d.startswith(".")]
+		for f in fn:
+			if f.endswith((".c", ".h")):
+				out.append(os.path.join(dp, f))
+	out.sort()
+	return out
+
+
+def _scan_one(path):
+	try:
+		with open(path, "rb") as f:
+			data = f.read()
+	except OSError:
+		return path, None
+	names, structs = set(), set()
+	for m in DEF_LINE.finditer(data):
+		if m.group(3):
+			structs.add(m.group(3).decode())
+		else:
+			names.add((m.group(1) or m.group(2)).decode())
+	inits = sorted(set(s.decode() for s in INIT_STRUCT.findall(data)))
+	members = sorted(set(s.decode() for s in INIT_MEMBER.findall(data))) if inits else []
+	flags = 0
+	if any(w in data for w in WAIT_WORDS):
+		flags |= 1
+	if any(w in data for w in STATE_WORDS):
+		flags |= 2
+	if b"#define" in data or b"# define" in data:
+		flags |= 4
+	return path, (sha1(data), sorted(names), sorted(structs), inits, members, flags)
+
+
+def _size(path):
+	try:
+		return os.path.getsize(path)
+	except OSError:
+		return 0
+
+
+class Tree:
+	"""The scanned source tree: definition, struct and initializer indexes."""
+
+	def __init__(self, kdir, cache, jobs, extra_roots=()):
+		self.kdir = os.path.realpath(kdir)
+		self.cache = cache
+		self.jobs = jobs
+		self.files = {}      # rel -> (sha, names, structs, inits, members, flags)
+		self.abs = {}        # rel -> absolute path
+		roots = [(self.kdir, "")] + [(r, r) for r in extra_roots]
+		t0 = time.time()
+		statkey = "scan-v%d-%s" % (SCAN_VERSION, sha1(self.kdir.encode())[:12])
+		stat_cache = cache.load("index", statkey + ".stat") or {}
+		content = cache.load("index", "scan-v%d.content" % SCAN_VERSION) or {}
+		todo = []
+		new_stat = {}
+		for root, prefix in roots:
+			for p in list_sources(root):
+				rel = os.path.relpath(p, self.kdir) if not prefix else p
+				if not prefix and rel.startswith(SKIP_DIRS):
+					continue
+				self.abs[rel] = p
+				try:
+					st = os.stat(p)
+				except OSError:
+					continue
+				key = (st.st_size, st.st_mtime_ns, st.st_ino)
+				old = stat_cache.get(rel)
+				if old and tuple(old[0]) == key and old[1] in content:
+					self.files[rel] = (old[1],) + tuple(content[old[1]])
+					new_stat[rel] = old
+				else:
+					todo.append((rel, p, key))
+		if todo:
+			paths = [p for _, p, _ in todo]
+			bypath = {}
+			with multiprocessing.Pool(self.jobs) as pool:
+				for p, res in pool.imap_unordered(_scan_one, paths, chunksize=64):
+					bypath[p] = res
+			for rel, p, key in todo:
+				res = bypath.get(p)
+				if res is None:
+					continue
+				self.files[rel] = res
+				content[res[0]] = res[1:]
+				new_stat[rel] = (key, res[0])
+			cache.store(content, "index", "scan-v%d.content" % SCAN_VERSION)
+			cache.store(new_stat, "index", statkey + ".stat")
+		self.scanned = len(todo)
+		self.defs, self.struct_defs, self.inits = {}, {}, {}
+		for rel, (sha, names, structs, inits, members, flags) in self.files.items():
+			for n in names:
+				self.defs.setdefault(n, []).append(rel)
+			for s in structs:
+				self.struct_defs.setdefault(s, []).append(rel)
+			for s in inits:
+				self.inits.setdefault(s, []).append(rel)
+		self.elapsed = time.time() - t0
+
+	def flags(self, rel):
+		return self.files[rel][5]
+
+	def sha(self, rel):
+		return self.files[rel][0]
+
+	def members(self, rel):
+		return self.files[rel][4]
+
+
+# ---------------------------------------------------------------------------
+# Facts (cfacts.py), extracted on demand and cached by content
+
+
+_KN = None
+
+
+def _facts_worker_init(kpath):
+	global _KN
+	_KN = Knowledge(kpath)
+
+
+def _facts_one(args):
+	path, sha = args
+	try:
+		with open(path, "rb") as f:
+			text = f.read().decode("utf-8", "replace")
+	except OSError:
+		return sha, None
+	try:
+		return sha, cfacts.extract(text, _KN.want_args, _KN.restore)
+	except RecursionError:
+		return sha, None
+
+
+class Facts:
+	def __init__(self, tree, kn, cache, jobs):
+		self.tree, self.kn, self.cache, self.jobs = tree, kn, cache, jobs
+		self.key = "facts-v%d-%s" % (cfacts.FACTS_VERSION, kn.digest)
+		self.by_file = {}
+		self.extracted = 0
+
+	def ensure(self, rels):
+		need = []
+		for rel in set(rels):
+			if rel in self.by_file or rel not in self.tree.files:
+				continue
+			sha = self.tree.sha(rel)
+			f = self.cache.load(self.key, sha[:2], sha)
+			if f is not None:
+				self.by_file[rel] = f
+			else:
+				need.append((rel, sha))
+		if not need:
+			return
+		work = [(self.tree.abs[rel], sha) for rel, sha in need]
+		results = {}
+		if len(work) > 8 and self.jobs > 1:
+			with multiprocessing.Pool(self.jobs, _facts_worker_init, (self.kn.path,)) as pool:
+				for sha, f in pool.imap_unordered(_facts_one, work, chunksize=4):
+					results[sha] = f
+		else:
+			_facts_worker_init(self.kn.path)
+			for w in work:
+				sha, f = _facts_one(w)
+				results[sha] = f
+		for rel, sha in need:
+			f = results.get(sha) or {"functions": {}, "macros": {}, "structs": {}, "ops": []}
+			self.by_file[rel] = f
+			self.cache.store(f, self.key, sha[:2], sha)
+			self.extracted += 1
+
+	def get(self, rel):
+		self.ensure([rel])
+		return self.by_file.get(rel, {"functions": {}, "macros": {}, "structs": {}, "ops": []})

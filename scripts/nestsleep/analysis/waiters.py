@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Waiters: the wait primitives of the tree, the public table of
+cocci/sleep_info.json plus the wrappers found by macro expansion, and the
+rule specialised to them."""
+
+import re
+
+
+def derive_waiters(kn, facts, files):
+	"""Wait primitives by macro expansion.
+
+	Start from the roots and the public table of cocci/sleep_info.json.  A
+	macro whose body calls a known waiter, passing one of its own parameters
+	in (or inside) the condition argument, is a waiter too.  Its 'cmd'
+	parameters are those that appear in the waiter's command arguments before
+	the first call that restores TASK_RUNNING (cmd2 of wait_event_cmd() runs
+	after schedule()).  When that command starts by dropping a spinlock, the
+	condition runs under it ('locked').  Returns {name: {cond, cmd, locked,
+	via, file}}."""
+	known = {}
+	for name, w in kn.waiters.items():
+		known[name] = {"cond": w["cond"], "cmd_arg": None, "cmd": list(w["cmd"]),
+			       "locked": w["locked"], "via": "table", "file": ""}
+	for name, r in kn.roots.items():
+		known[name] = {"cond": r["cond"], "cmd_arg": r.get("cmd_arg"), "cmd": [],
+			       "locked": r.get("locked", ""), "via": "root", "file": ""}
+	macros = {}
+	for rel in files:
+		for name, m in facts.get(rel)["macros"].items():
+			macros.setdefault(name, (rel, m))
+	restore_re = re.compile(r"\b(?:%s)\s*\(" % "|".join(sorted(kn.restore)))
+	unlock_re = re.compile(r"\s*(?:raw_)?spin_unlock\w*\s*\(\s*&?\s*(.*?)\)\s*;")
+
+	def words(text):
+		return set(re.findall(r"\w+", text))
+
+	changed = True
+	while changed:
+		changed = False
+		for name, (rel, m) in sorted(macros.items()):
+			old = known.get(name)
+			if old is not None and old["via"] != "table":
+				continue
+			params = m["params"]
+			for c in m["calls"]:
+				w = known.get(c["name"])
+				if not w or "args" not in c or c["name"] == name:
+					continue
+				args = c["args"]
+				if w["cond"] >= len(args):
+					continue
+				ctoks = words(args[w["cond"]])
+				cond = [i for i, p in enumerate(params) if p in ctoks]
+				if not cond:
+					continue
+				cmd_texts = []
+				if w.get("cmd_arg") is not None and w["cmd_arg"] < len(args):
+					cmd_texts.append(restore_re.split(args[w["cmd_arg"]])[0])
+				for ci in w["cmd"]:
+					if ci < len(args):
+						cmd_texts.append(args[ci])
+				locked = ""
+				if w["locked"] == "wq.lock":
+					locked = "wq.lock"
+				elif w["locked"]:
+					# the inner waiter's lock parameter, seen through our arguments
+					inner = macros.get(c["name"], (None, {"params": []}))[1]["params"]
+					if w["locked"] in inner and inner.index(w["locked"]) < len(args):
+						locked = args[inner.index(w["locked"])].strip()
+					else:
+						locked = w["locked"]
+				cmd = []
+				for text in cmd_texts:
+					lk = unlock_re.match(text)
+					if lk:
+						locked = locked or lk.group(1).strip()
+						text = text[lk.end():]
+					t = words(text)
+					cmd += [i for i, p in enumerate(params) if p in t and i not in cond]
+				lw = words(locked)
+				cmd = [i for i in cmd if params[i] not in lw]
+				locked = re.sub(r"[()\s]", "", locked)
+				known[name] = {"cond": cond[0], "cmd_arg": None, "cmd": sorted(set(cmd)),
+					       "locked": locked, "via": c["name"], "file": rel}
+				changed = True
+				break
+	out = {}
+	for name, w in known.items():
+		out[name] = {"cond": w["cond"], "cmd": w["cmd"], "locked": w["locked"],
+			     "via": w["via"], "file": w["file"]}
+	return out
+
+
+# ---------------------------------------------------------------------------
+# spatch
+
+
+def specialize_rule(src, dst, waiters, carriers, window):
+	"""Write a copy of the rule with this tree's knowledge as regex constraints.
+
+	Alone, the rule asks Python whether an identifier is a waiter, a carrier
+	or a name that may sleep; spatch calls that script for every call in
+	every file.  A regex constraint is checked inside spatch and is several
+	times cheaper, so the driver bakes the sets into the copy it runs."""
+	def rx(names):
+		names = sorted(set(names))
+		return "^(%s)$" % "|".join(names) if names else "^$"
+	with open(src) as f:
+		text = f.read()
+	subs = {"ns_is_waiter": rx(waiters), "ns_is_carrier": rx(carriers), "ns_window": rx(window)}
+	text = re.sub(r"identifier (\w+) : script:python\(\) \{ (ns_\w+)\(\w+\) \};",
+		      lambda m: 'identifier %s =~ "%s";' % (m.group(1), subs[m.group(2)]), text)
+	with open(dst, "w") as f:
+		f.write(text)
+	return dst

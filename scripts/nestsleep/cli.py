@@ -1,0 +1,161 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The command line: '/usr/bin/python3 -m nestsleep <command> [options]'.
+
+One sub-command per Makefile target, so that 'make X' is 'nestsleep X':
+
+  coccicheck     find nested sleeps (analysis.pipeline.main)
+  fixes          patch series per MAINTAINERS section (series.series.build)
+  retest         rewrite the testing paragraphs of a series (series.series.retest)
+  triage         maintainer reports and SARIF (triage.reports.build)
+  boottest       build and boot each patch of a series (nsboot.boottest)
+  runtime-proof  the test module before and after the rewrite (nsboot.proof)
+  bench          whole-tree timings against the kernel's call_kern.cocci
+  gen-builtin    copy the primitive list of sleep_info.json into cocci/*.cocci
+  rekey          carry labels and series to new fingerprints (one tree)
+  carry-labels   carry hand labels to a later tree's report
+
+The coccicheck knobs (KDIR= M= MODE= COCCI= SPFLAGS= DEBUG_FILE= J= V=) are
+defined once, in knobs(), and shared by every command that runs the checker.
+"""
+
+import argparse
+import os
+import sys
+
+from nestsleep import cache_dir
+
+
+def knobs(mode=True):
+	"""The kernel coccicheck knobs, as a parent parser."""
+	p = argparse.ArgumentParser(add_help=False)
+	p.add_argument("--kdir", required=True, help="the kernel tree (KDIR=)")
+	p.add_argument("--m", default="", help="directory relative to KDIR, or an external module dir (M=)")
+	if mode:
+		p.add_argument("--mode", default="report", help="report, patch, context or org (MODE=)")
+	p.add_argument("--cocci", default="", help="another rule to run as coccicheck would (COCCI=)")
+	p.add_argument("--spflags", default="", help="extra spatch flags (SPFLAGS=)")
+	p.add_argument("--debug-file", default="", help="append spatch's stderr here (DEBUG_FILE=)")
+	p.add_argument("-j", "--jobs", type=int, default=0, help="parallel jobs (J=; 0: one per core)")
+	p.add_argument("-v", "--verbose", type=int, default=0, help="show the spatch commands (V=)")
+	p.add_argument("--timeout", type=int, default=200, help="spatch timeout per file, seconds")
+	return p
+
+
+def _coccicheck(a):
+	from nestsleep.analysis import pipeline
+	opts = pipeline.Options(kdir=a.kdir, mode=a.mode, m=a.m, cocci=a.cocci, spflags=a.spflags,
+				debug_file=a.debug_file, jobs=a.jobs, verbose=a.verbose, timeout=a.timeout,
+				cache=a.cache, only=a.only, json=a.json)
+	return pipeline.main(opts)
+
+
+def _fixes(a):
+	from nestsleep.series import series
+	return series.main(a)
+
+
+def _retest(a):
+	from nestsleep.series import series
+	return series.main_retest(a.dir)
+
+
+def _triage(a):
+	from nestsleep.triage import reports
+	return reports.main(a)
+
+
+def _bench(a):
+	from nestsleep import bench
+	return bench.main(a)
+
+
+def _gen_builtin(a):
+	from nestsleep import gen_builtin
+	return gen_builtin.main(["--check"] if a.check else [])
+
+
+def _rekey(a):
+	from nestsleep.triage import rekey
+	return rekey.main(a)
+
+
+def _carry_labels(a):
+	from nestsleep.triage import carry_labels
+	return carry_labels.main(a.files)
+
+
+def _nsboot(name):
+	def run(a):
+		# kernel-boot/ is on PYTHONPATH beside scripts/ (the Makefile sets both)
+		from nsboot import main as nsboot_main
+		return nsboot_main.main([name] + a.rest)
+	return run
+
+
+def parser():
+	ap = argparse.ArgumentParser(prog="nestsleep", description=__doc__.split("\n")[0])
+	sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+	sub.required = True
+
+	p = sub.add_parser("coccicheck", parents=[knobs()], help="find nested sleeps")
+	p.add_argument("--cache", default=cache_dir(), help="the cache root (NESTSLEEP_CACHE)")
+	p.add_argument("--only", nargs="*", default=None, help="match only these files (relative to KDIR)")
+	p.add_argument("--json", default="", help="also write the findings as JSON to this file")
+	p.set_defaults(run=_coccicheck)
+
+	p = sub.add_parser("fixes", parents=[knobs(mode=False)], help="patch series per MAINTAINERS section")
+	p.add_argument("--out", default="", help="the directory to write the series to (OUT=)")
+	p.add_argument("--signoff", default="", help="'Name <email>' for the Signed-off-by (SIGNOFF=)")
+	p.add_argument("--json", default="", help="findings from 'coccicheck --mode patch --json' (else run it)")
+	p.add_argument("--compiled", default="", help="results of scripts/dev/compile_patches.py")
+	p.set_defaults(run=_fixes)
+
+	p = sub.add_parser("retest", help="rewrite the testing paragraphs of a series from its boottest.json")
+	p.add_argument("dir")
+	p.set_defaults(run=_retest)
+
+	p = sub.add_parser("triage", parents=[knobs(mode=False)], help="maintainer reports and SARIF")
+	p.add_argument("--out", default="", help="default reports/<tree-id> (OUT=)")
+	p.add_argument("--baseline", default="", help="an earlier report's findings.json (BASELINE=)")
+	p.add_argument("--series", default="", help="a 'make fixes' directory")
+	p.add_argument("--labels", default="", help="the hand labels (default reports/labels/<tree-id>.json)")
+	p.add_argument("--json", default="", help="findings from 'coccicheck --mode patch --json' (else run it)")
+	p.add_argument("--kdir-shown", dest="kdir_shown", default="", help="how to write KDIR in the reports")
+	p.set_defaults(run=_triage)
+
+	p = sub.add_parser("bench", parents=[knobs(mode=False)], help="time whole-tree runs")
+	p.add_argument("--work", default=os.path.join(cache_dir(), "bench"))
+	p.add_argument("--out", default="")
+	p.add_argument("--skip-k", action="store_true", help="do not run the kernel's rule (K)")
+	p.set_defaults(run=_bench)
+
+	for name, what in (("boottest", "build and boot every patch of a series in QEMU"),
+			   ("runtime-proof", "boot the test module, before and after forms")):
+		p = sub.add_parser(name, help=what + " (options: python3 -m nsboot %s --help)" %
+				   ("boottest" if name == "boottest" else "proof"))
+		p.add_argument("rest", nargs=argparse.REMAINDER)
+		p.set_defaults(run=_nsboot("boottest" if name == "boottest" else "proof"))
+
+	p = sub.add_parser("gen-builtin", help="copy sleep_info.json's primitives into cocci/*.cocci")
+	p.add_argument("--check", action="store_true", help="only report whether they agree (exit 1 if not)")
+	p.set_defaults(run=_gen_builtin)
+
+	p = sub.add_parser("rekey", help="move labels and series to new fingerprints within one tree")
+	p.add_argument("--old", required=True)
+	p.add_argument("--new", required=True)
+	p.add_argument("--labels", default="")
+	p.add_argument("--fixes", default="")
+	p.set_defaults(run=_rekey)
+
+	p = sub.add_parser("carry-labels", help="carry hand labels to a later tree's report")
+	p.add_argument("files", nargs=6, metavar="F",
+		       help="OLD_KDIR NEW_KDIR OLD_FINDINGS NEW_FINDINGS OLD_LABELS NEW_LABELS")
+	p.set_defaults(run=_carry_labels)
+	return ap
+
+
+def main(argv=None):
+	a = parser().parse_args(sys.argv[1:] if argv is None else argv)
+	if getattr(a, "jobs", None) is not None and a.jobs <= 0:
+		a.jobs = os.cpu_count() or 1
+	return a.run(a)
