@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """make check's runtime proof (run by scripts/run_tests.py).
 
-Runs 'nsboot.py proof' (build the tiny debug kernel once, cached; boot the
+Runs 'python3 -m nestsleep runtime-proof' (the 'make runtime-proof'
+command line: build the tiny debug kernel once, cached; boot the
 test module's before form and the after form that nestsleep MODE=patch
 generates; compare) and prints one KTAP result line per proof check.
 With --fast it only generates the after form: no kernel build, no boot.
@@ -18,9 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import nsboot_proof  # noqa: E402
+from nsboot import proof as nsboot_proof
 
 
 def emit(n, name, ok, detail="", skip=None):
@@ -64,14 +63,14 @@ def main(argv):
 	if os.path.isdir(out):
 		shutil.rmtree(out)
 	rounds = os.environ.get("NSBOOT_ROUNDS", "10000")
-	cmd = ["/usr/bin/python3", os.path.join(HERE, "nsboot.py"), "proof", "--rounds", rounds, "--out", out,
+	cmd = ["/usr/bin/python3", "-m", "nestsleep", "runtime-proof", "--rounds", rounds, "--out", out,
 	       "--timeout", "900"]
 	print("# $ " + " ".join(cmd), flush=True)
 	r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 	pj = os.path.join(out, "proof.json")
 	if not os.path.exists(pj):
 		print("# " + r.stdout[-3000:].replace("\n", "\n# "))
-		emit(1, "proof", False, "nsboot.py proof wrote no proof.json (exit %d)" % r.returncode)
+		emit(1, "proof", False, "runtime-proof wrote no proof.json (exit %d)" % r.returncode)
 		return 0
 	with open(pj) as f:
 		res = json.load(f)

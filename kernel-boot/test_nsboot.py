@@ -8,7 +8,7 @@
 #
 # Modelled on the kernel's tools/testing/kunit/kunit_tool_test.py.
 
-"""Unit tests for kernel-boot/nsboot*.py; run: python3 kernel-boot/test_nsboot.py."""
+"""Unit tests for kernel-boot/nsboot/; run: PYTHONPATH=scripts:kernel-boot python3 kernel-boot/test_nsboot.py."""
 
 import contextlib
 import gzip
@@ -25,13 +25,12 @@ from typing import Dict, List
 from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
-import nsboot	# noqa: E402
-import nsboot_config	# noqa: E402
-import nsboot_kernel	# noqa: E402
-import nsboot_parser	# noqa: E402
-from nsboot_parser import Status, TestStatus	# noqa: E402
+from nsboot import main as nsboot
+from nsboot import config as nsboot_config
+from nsboot import kernel as nsboot_kernel
+from nsboot import parser as nsboot_parser
+from nsboot.parser import Status, TestStatus
 
 TEST_DATA = os.path.join(HERE, 'test_data')
 SPLAT = 'do not call blocking ops in nst_reached'
@@ -531,7 +530,7 @@ class BoottestTest(unittest.TestCase):
 	"""The per-patch boot test's exercisers and splat attribution, without QEMU."""
 
 	def setUp(self) -> None:
-		import nsboot_boottest
+		from nsboot import boottest as nsboot_boottest
 		self.bt = nsboot_boottest
 
 	def test_exerciser_headers(self) -> None:

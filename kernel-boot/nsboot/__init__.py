@@ -8,3 +8,15 @@
   boottest   every patch of a 'make fixes' series, built and booted
   main       the command line ('python3 -m nsboot')
 """
+
+import os
+
+from nestsleep import cache_dir
+
+HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))	# kernel-boot/
+TOP = os.path.dirname(HARNESS)
+
+
+def cache_root() -> str:
+	"""$NESTSLEEP_CACHE/kernel-boot (default ~/.cache/nestsleep/kernel-boot)."""
+	return os.path.join(cache_dir(), 'kernel-boot')

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
 import sys
 
-from nsboot.main import main
+from nsboot.main import entry
 
-sys.exit(main(sys.argv[1:]))
+sys.exit(entry(sys.argv[1:]))

@@ -27,7 +27,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-CONFIGS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configs')
+from nsboot import HARNESS
+
+CONFIGS_DIR = os.path.join(HARNESS, 'configs')
 DEFAULT_FRAGMENTS = ('base', 'debug', 'lockdep')
 
 CONFIG_IS_NOT_SET_PATTERN = re.compile(r'^# CONFIG_(\w+) is not set$')

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # nsboot: build a tiny kernel, boot it in QEMU with a busybox initramfs and
@@ -19,8 +18,8 @@ Stages, each callable alone ('run' is all four):
   parse   re-read a saved console log (a file, or stdin)
 
 Example:
-  kernel-boot/nsboot.py run                  # 'before' module, base+debug config
-  kernel-boot/nsboot.py parse kernel-boot/test_data/real_before_tcg.log
+  python3 -m nsboot run                  # 'before' module, base+debug config
+  python3 -m nsboot parse kernel-boot/test_data/real_before_tcg.log
 
 The last line is 'nsboot: <STATUS>: <reason>'.  Exit status 0 only for
 SUCCESS; 1 for CONFIG_FAILURE, BUILD_FAILURE, BOOT_FAILURE, SPLAT or
@@ -37,12 +36,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, TextIO
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import nsboot_config	# noqa: E402
-import nsboot_kernel	# noqa: E402
-import nsboot_parser	# noqa: E402
-from nsboot_parser import Status, TestStatus	# noqa: E402
+from nsboot import config as nsboot_config
+from nsboot import kernel as nsboot_kernel
+from nsboot import parser as nsboot_parser
+from nsboot.parser import Status, TestStatus
 
 
 @dataclass
@@ -153,7 +150,7 @@ def build_stage(req: BuildRequest) -> Result:
 		tree = _tree(req)
 		tree.check_tree()
 		if tree.generated_config() is None:
-			raise nsboot_kernel.ConfigError(f'no .config in {tree.build_dir} (run nsboot.py config first)')
+			raise nsboot_kernel.ConfigError(f'no .config in {tree.build_dir} (run python3 -m nsboot config first)')
 		stamp(f'Building kernel in {tree.build_dir} ...')
 		t0 = time.monotonic()
 		tree.build_kernel()
@@ -201,14 +198,14 @@ def exec_stage(req: ExecRequest) -> Result:
 		tree = _tree(req)
 		kernel = tree.kernel_image()
 		if not os.path.isfile(kernel):
-			return Result(Status.BUILD_FAILURE, f'no kernel image at {kernel} (run nsboot.py build first)')
+			return Result(Status.BUILD_FAILURE, f'no kernel image at {kernel} (run python3 -m nsboot build first)')
 		ko = None
 		if req.module:
 			ko = tree.module_path(req.variant)
 			if not os.path.isfile(ko):
-				return Result(Status.BUILD_FAILURE, f'no test module at {ko} (run nsboot.py build first)')
+				return Result(Status.BUILD_FAILURE, f'no test module at {ko} (run python3 -m nsboot build first)')
 			if tree.module_is_stale(req.variant):
-				stamp(f'warning: {ko} is older than kernel-boot/module/ (run nsboot.py build)')
+				stamp(f'warning: {ko} is older than kernel-boot/module/ (run python3 -m nsboot build)')
 		nsboot_kernel.qemu_binary(tree.arch)	# fail early when QEMU is missing
 		accel = req.accel
 		if accel == 'auto':
@@ -407,8 +404,8 @@ def add_exec_opts(p: argparse.ArgumentParser) -> None:
 
 
 def make_parser() -> argparse.ArgumentParser:
-	"""The nsboot.py argument parser."""
-	ap = argparse.ArgumentParser(prog='nsboot.py', description=__doc__.split('\n\n')[0],
+	"""The nsboot argument parser."""
+	ap = argparse.ArgumentParser(prog='nsboot', description=__doc__.split('\n\n')[0],
 				     formatter_class=argparse.RawDescriptionHelpFormatter)
 	sub = ap.add_subparsers(dest='subcommand', metavar='{run,config,build,exec,parse,proof,boottest}')
 	run = sub.add_parser('run', help='config + build + exec + parse')
@@ -465,10 +462,10 @@ def main(argv: Sequence[str]) -> int:
 		return finish(results, ns.json_path)
 
 	if ns.subcommand == 'boottest':
-		import nsboot_boottest
+		from nsboot import boottest as nsboot_boottest
 		return nsboot_boottest.main(ns)
 	if ns.subcommand == 'proof':
-		import nsboot_proof
+		from nsboot import proof as nsboot_proof
 		return nsboot_proof.main(ns)
 
 	common = dict(kdir=ns.kdir, fragments=_fragments(ns), kconfig_add=ns.kconfig_add,
@@ -501,9 +498,10 @@ def main(argv: Sequence[str]) -> int:
 	return finish(results, ns.json_path)
 
 
-def _entry() -> int:
+def entry(argv: Sequence[str]) -> int:
+	"""main() for a user: an interrupt or an internal error is one line."""
 	try:
-		return main(sys.argv[1:])
+		return main(argv)
 	except KeyboardInterrupt:
 		print('nsboot: interrupted', file=sys.stderr)
 		return 130
@@ -514,6 +512,3 @@ def _entry() -> int:
 		      file=sys.stderr)
 		return 1
 
-
-if __name__ == '__main__':
-	sys.exit(_entry())

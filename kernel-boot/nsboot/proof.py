@@ -2,7 +2,7 @@
 """The runtime proof: the test module's "before" wait bodies against the
 "after" form that nestsleep MODE=patch generates from them.
 
-  nsboot.py proof [--kdir K] [--rounds N] [--out DIR] [run options]
+  python3 -m nsboot proof [--kdir K] [--rounds N] [--out DIR] [run options]
 
 1. derive: copy module/ into a scratch directory, run
    'scripts/nestsleep.py --kdir <scratch> --mode patch', apply the diff.
@@ -28,13 +28,13 @@ import sys
 import tempfile
 import time
 
-import nsboot_kernel
+from nestsleep import cache_dir
+from nestsleep.analysis import pipeline
+from nsboot import HARNESS, cache_root
+from nsboot import kernel as nsboot_kernel
 from typing import Dict, List, Tuple
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.dirname(HERE)
-PY = '/usr/bin/python3'
-MODULE_DIR = os.path.join(HERE, 'module')
+MODULE_DIR = os.path.join(HARNESS, 'module')
 WAIT_CASES = ('wait_event', 'wait_event_interruptible', 'wait_event_timeout',
 	      'wait_event_interruptible_timeout', 'wait_event_killable', 'prepare_to_wait_loop',
 	      'set_current_state_loop')
@@ -47,10 +47,6 @@ SPLAT = 'do not call blocking ops'
 KTHREAD_PATCHED = ('kthread_global', 'kthread_member', 'kthread_copy')
 KTHREAD_REFUSED = {'kthread_escape': 'nst_kstash()'}
 KTHREAD_EITHER = {'kthread_park': 'kthread_park()'}
-
-
-def cache_root() -> str:
-	return os.path.join(os.environ.get('NESTSLEEP_CACHE', os.path.expanduser('~/.cache/nestsleep')), 'kernel-boot')
 
 
 class ProofError(Exception):
@@ -68,38 +64,36 @@ def derive_after(out: str, kdir: str = '') -> Dict[str, object]:
 		os.mkdir(mod)
 		for n in ('before.c', 'nestsleep_test.c', 'nst.h'):
 			shutil.copy(os.path.join(MODULE_DIR, n), mod)
-		fj = os.path.join(tmp, 'findings.json')
-		cmd = [PY, os.path.join(TOP, 'scripts', 'nestsleep.py'), '--mode', 'patch', '--json', fj]
 		if kdir and os.path.isfile(os.path.join(kdir, 'Makefile')):
-			env = dict(os.environ, NESTSLEEP_CACHE=os.path.dirname(cache_root()))
-			cmd += ['--kdir', kdir, '--m', mod]
+			opts = pipeline.Options(kdir=kdir, m=mod, mode='patch', cache=cache_dir())
 		else:
-			env = dict(os.environ, NESTSLEEP_CACHE=os.path.join(os.path.dirname(cache_root()), 'test-cache'))
-			cmd += ['--kdir', mod]
-		print('$ ' + ' '.join(cmd), flush=True)
-		r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
-		if r.returncode != 0:
-			raise ProofError('nestsleep MODE=patch failed (exit %d): %s' % (r.returncode, r.stderr.strip()[-800:]))
-		if not r.stdout.strip():
+			opts = pipeline.Options(kdir=mod, mode='patch', cache=os.path.join(cache_dir(), 'test-cache'))
+		print('$ nestsleep coccicheck --mode patch --kdir %s%s' % (opts.kdir, (' --m ' + opts.m) if opts.m else ''),
+		      flush=True)
+		try:
+			res = pipeline.check(opts)
+		except pipeline.UserError as e:
+			raise ProofError('nestsleep MODE=patch failed: %s' % e)
+		diff = res.output
+		if not diff.strip():
 			raise ProofError('nestsleep MODE=patch gave an empty diff for module/before.c')
-		p = subprocess.run(['patch', '-p1', '-s', '--no-backup-if-mismatch'], input=r.stdout, cwd=mod,
+		p = subprocess.run(['patch', '-p1', '-s', '--no-backup-if-mismatch'], input=diff, cwd=mod,
 				   capture_output=True, text=True)
 		if p.returncode != 0:
 			raise ProofError('the generated diff does not apply: ' + (p.stdout + p.stderr)[-800:])
-		with open(fj) as f:
-			findings = json.load(f)['findings']
+		findings = res.findings
 		os.makedirs(out, exist_ok=True)
 		shutil.copy(os.path.join(mod, 'before.c'), os.path.join(out, 'after.c'))
 		shutil.copy(os.path.join(mod, 'nestsleep_test.c'), os.path.join(out, 'nestsleep_test.after.c'))
 		with open(os.path.join(out, 'after.diff'), 'w') as f:
-			f.write(r.stdout)
+			f.write(diff)
 		fixed = sorted(f['function'] for f in findings if f['fix']['status'] == 'patch')
 		unfixed = sorted('%s (%s)' % (f['function'], f['fix']['reason']) for f in findings
 				 if f['fix']['status'] != 'patch')
 		reasons = {f['function']: f['fix']['reason'] for f in findings if f['fix']['status'] != 'patch'}
-		touched = sorted(set(l[6:].strip() for l in r.stdout.splitlines() if l.startswith('+++ b/')))
+		touched = sorted(set(l[6:].strip() for l in diff.splitlines() if l.startswith('+++ b/')))
 		return {'fixed': fixed, 'unfixed': unfixed, 'unfixed_reasons': reasons, 'touched': touched,
-			'kdir': cmd[cmd.index('--kdir') + 1],
+			'kdir': opts.kdir,
 			'after_c': os.path.join(out, 'after.c'),
 			'runner_c': os.path.join(out, 'nestsleep_test.after.c')}
 	finally:
@@ -110,21 +104,22 @@ def boot(ns, variant: str, out: str, extra: List[str]) -> Tuple[int, dict, float
 	jp = os.path.join(out, '%s.json' % variant)
 	if os.path.exists(jp):
 		os.unlink(jp)
-	cmd = [PY, os.path.join(HERE, 'nsboot.py'), 'run', '--variant', variant, '--json', jp,
-	       '--timeout', str(int(ns.timeout)), '--accel', ns.accel, '-j', str(ns.jobs)] + extra
+	from nsboot import main as nsboot_main
+	argv = ['run', '--variant', variant, '--json', jp,
+		'--timeout', str(int(ns.timeout)), '--accel', ns.accel, '-j', str(ns.jobs)] + extra
 	if ns.kdir:
-		cmd += ['--kdir', ns.kdir]
+		argv += ['--kdir', ns.kdir]
 	if ns.rounds:
-		cmd += ['--rounds', str(ns.rounds)]
+		argv += ['--rounds', str(ns.rounds)]
 	if ns.bound_ms:
-		cmd += ['--bound-ms', str(ns.bound_ms)]
+		argv += ['--bound-ms', str(ns.bound_ms)]
 	if ns.jitter_us:
-		cmd += ['--jitter-us', str(ns.jitter_us)]
+		argv += ['--jitter-us', str(ns.jitter_us)]
 	if ns.only:
-		cmd += ['--only', ns.only]
-	print('$ ' + ' '.join(cmd), flush=True)
+		argv += ['--only', ns.only]
+	print('$ nsboot ' + ' '.join(argv), flush=True)
 	t = time.monotonic()
-	rc = subprocess.run(cmd).returncode
+	rc = nsboot_main.entry(argv)
 	el = time.monotonic() - t
 	doc = {}
 	if os.path.exists(jp):

@@ -3,7 +3,7 @@
 # x86_64 under QEMU: bzImage on the first 16550 UART.  The serial-console
 # Kconfig symbols live in configs/base.config.
 
-from qemu_config import QemuArchParams
+from nsboot.qemu_config import QemuArchParams
 
 QEMU_ARCH = QemuArchParams(
 	linux_arch='x86_64',

@@ -60,15 +60,15 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from nestsleep import TOP, cache_dir
+from nestsleep.analysis import pipeline
+
 PY = "/usr/bin/python3"
-NESTSLEEP = os.path.join(TOP, "scripts", "nestsleep.py")
 FIXTURES = os.path.join(TOP, "fixtures", "realcompile")
-CACHE = os.environ.get("NESTSLEEP_CACHE", os.path.expanduser("~/.cache/nestsleep"))
+CACHE = cache_dir()
 KTREE = os.path.join(CACHE, "linux-source-6.1")
 ROOT = os.path.join(CACHE, "compile-build")
 SRC = os.path.join(ROOT, "src")
@@ -331,28 +331,16 @@ def diff_files(text):
 # ---- the checker ------------------------------------------------------------
 
 def nestsleep(files, mode, verbose):
-	"""(returncode, stdout, stderr, findings)"""
-	fd, out_json = tempfile.mkstemp(prefix="nestsleep-cc-", suffix=".json")
-	os.close(fd)
-	os.unlink(out_json)
-	cmd = [PY, NESTSLEEP, "--kdir", SRC, "--mode", mode, "--json", out_json, "--only"] + list(files)
+	"""The checker on the scratch tree, in this process:
+	(0 or 2, the mode's output, the error, findings)."""
+	opts = pipeline.Options(kdir=SRC, mode=mode, only=list(files))
 	if verbose:
-		diag("$ " + " ".join(cmd))
+		diag("$ nestsleep coccicheck --kdir %s --mode %s --only %s" % (SRC, mode, " ".join(files)))
 	try:
-		r = subprocess.run(cmd, cwd=TOP, capture_output=True, text=True, timeout=TOOL_TIMEOUT)
-		findings = []
-		if os.path.isfile(out_json):
-			try:
-				with open(out_json) as f:
-					findings = json.load(f).get("findings", [])
-			except ValueError:
-				pass
-		return r.returncode, r.stdout, r.stderr, findings
-	except subprocess.TimeoutExpired:
-		return -1, "", "nestsleep.py timed out after %ds" % TOOL_TIMEOUT, []
-	finally:
-		if os.path.exists(out_json):
-			os.unlink(out_json)
+		res = pipeline.check(opts)
+	except pipeline.UserError as e:
+		return 2, "", str(e), []
+	return 0, res.output, "", res.findings
 
 
 def tail(text, n=12):
@@ -567,7 +555,7 @@ def run_case(case, ktap, scratch, build_error, fast, verbose, keep, times):
 		hits = [f for f in findings if in_function(f, case)]
 		lines = [l for l in out.splitlines() if l.startswith(case.file + ":")]
 		if rc != 0 or not hits:
-			res("detected", False, "nestsleep.py --mode report --only %s (exit %d): no finding in %s()\n%s" % (
+			res("detected", False, "nestsleep coccicheck --mode report --only %s (exit %d): no finding in %s()\n%s" % (
 				case.file, rc, case.function, "\n".join(lines) or tail(err)))
 		else:
 			shapes = sorted(set(f.get("shape", "") for f in hits))
@@ -585,7 +573,7 @@ def run_case(case, ktap, scratch, build_error, fast, verbose, keep, times):
 				fix = f["fix"]
 		patch_error = ""
 		if rc != 0:
-			patch_error = "nestsleep.py --mode patch --only %s exits %d: %s" % (case.file, rc, tail(err, 3))
+			patch_error = "nestsleep coccicheck --mode patch --only %s exits %d: %s" % (case.file, rc, tail(err, 3))
 		elif not diff.strip():
 			reasons = ["%s: %s" % ((f.get("fix") or {}).get("status", "?"), (f.get("fix") or {}).get("reason", "?"))
 				   for f in findings if in_function(f, case)]

@@ -25,7 +25,8 @@ explained (the finding's reason or caveats name its file:line).
   check_wakers.py --kdir K [--m M] [--findings F.json --diff D]
                                              one tree (runs MODE=patch unless
                                              given its output)
-  --tool PATH     the nestsleep.py to run (another version's, say)
+  --tool PATH     run this program instead, with nestsleep.py's options
+                  (an older version's scripts/nestsleep.py, say)
 
 Prints KTAP lines, 'ok N - NAME' or 'not ok N - NAME', with '# ' details.
 """
@@ -39,9 +40,11 @@ import subprocess
 import sys
 import tempfile
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from nestsleep import TOP, cache_dir
+from nestsleep.analysis import pipeline
+
 PY = "/usr/bin/python3"
-CACHE = os.environ.get("NESTSLEEP_CACHE", os.path.expanduser("~/.cache/nestsleep"))
+CACHE = cache_dir()
 KTREE = os.path.join(CACHE, "linux-source-6.1")
 WAKERS = re.compile(r"\b(wake_up_process|wake_up_state|wake_q_add|wake_q_add_safe|kthread_park)\s*\(")
 TASK_ARG = {"wake_up_process": 0, "wake_up_state": 0, "wake_q_add": 1, "wake_q_add_safe": 1, "kthread_park": 0}
@@ -284,6 +287,15 @@ def check(tree, findings, diff):
 
 
 def run_patch(tool, kdir, m, only, cache):
+	"""MODE=patch: (findings, diff).  In this process, or with tool, that
+	program (another version's nestsleep.py) as a command."""
+	if not tool:
+		opts = pipeline.Options(kdir=kdir, m=m or "", mode="patch", jobs=2, only=only, cache=cache)
+		try:
+			res = pipeline.check(opts)
+		except pipeline.UserError as e:
+			raise RuntimeError("MODE=patch failed: %s" % e)
+		return res.findings, res.output
 	fd, jpath = tempfile.mkstemp(suffix=".json", prefix="check-wakers-")
 	os.close(fd)
 	try:
@@ -342,7 +354,7 @@ def main(argv):
 	ap.add_argument("--m", default="")
 	ap.add_argument("--findings", default="")
 	ap.add_argument("--diff", default="")
-	ap.add_argument("--tool", default=os.path.join(TOP, "scripts", "nestsleep.py"))
+	ap.add_argument("--tool", default="")
 	a = ap.parse_args(argv)
 	if a.kdir:
 		if not os.path.isdir(a.kdir):

@@ -26,8 +26,10 @@ import subprocess
 import sys
 import time
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CACHE = os.environ.get("NESTSLEEP_CACHE", os.path.expanduser("~/.cache/nestsleep"))
+from nestsleep import cache_dir
+from nestsleep.analysis import pipeline
+
+CACHE = cache_dir()
 LOCK = os.path.join(CACHE, "kbuild.lock")
 
 
@@ -109,11 +111,14 @@ def main(argv):
 	if not a.json:
 		a.json = os.path.join(CACHE, "compile-all", "findings.json")
 		os.makedirs(os.path.dirname(a.json), exist_ok=True)
-		r = subprocess.run(["/usr/bin/python3", os.path.join(TOP, "scripts", "nestsleep.py"), "--kdir", kdir,
-				    "--mode", "patch", "--json", a.json], stdout=subprocess.DEVNULL)
-		if r.returncode != 0:
-			log("error: nestsleep failed")
+		opts = pipeline.Options(kdir=kdir, mode="patch", json=a.json)
+		try:
+			res = pipeline.check(opts)
+		except pipeline.UserError as e:
+			log("error: nestsleep failed: %s" % e)
 			return 2
+		with open(a.json, "w") as f:
+			json.dump(res.as_json(opts), f, indent=1)
 	with open(a.json) as f:
 		data = json.load(f)
 	units = {}
@@ -200,7 +205,6 @@ def main(argv):
 		print("%-70s %s" % (r["unit"], r["status"]))
 	print("summary: " + ", ".join("%d %s" % (n, k) for k, n in sorted(summary.items())))
 	return 0 if all(r["status"] in ("ok", "not-built") for r in results) else 1
-
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ test suite:
                                 status of each finding and a phrase of its
                                 reason or caveats
   fixtures/realtree/*.json      checks on the real linux-source-6.1 tree
-  scripts/check_*.py, kernel-boot/check_*.py
+  scripts/dev/check_*.py, kernel-boot/check_*.py
                                 slow checks (patch fixtures, compile, boot):
                                 programs that print KTAP-style result lines,
                                 'ok N - NAME' or 'not ok N - NAME [# SKIP why]'
@@ -32,6 +32,7 @@ Every test runs under a time limit.  The last line is 'N passed, N failed'.
 
 import argparse
 import glob
+import importlib.util
 import json
 import os
 import shutil
@@ -41,10 +42,10 @@ import tempfile
 import time
 import unittest
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from nestsleep import TOP, cache_dir
+
 PY = "/usr/bin/python3"
-NESTSLEEP = os.path.join(TOP, "scripts", "nestsleep.py")
-CACHE = os.environ.get("NESTSLEEP_CACHE", os.path.expanduser("~/.cache/nestsleep"))
+CACHE = cache_dir()
 KTREE = os.path.join(CACHE, "linux-source-6.1")
 FIXTURE_TIMEOUT = 120
 
@@ -77,7 +78,8 @@ class Results:
 
 def run_tool(kdir, extra=(), timeout=FIXTURE_TIMEOUT, cache=None):
 	env = dict(os.environ, NESTSLEEP_CACHE=cache or os.path.join(CACHE, "test-cache"))
-	cmd = [PY, NESTSLEEP, "--kdir", kdir, "-j", "2"] + list(extra)
+	# the command line itself, as 'make coccicheck' runs it
+	cmd = [PY, "-m", "nestsleep", "coccicheck", "--kdir", kdir, "-j", "2"] + list(extra)
 	return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -123,7 +125,7 @@ def report_fixtures(res, only):
 
 
 # Unit tests live next to the code they test.
-UNIT_DIRS = ("scripts", "kernel-boot")
+UNIT_DIRS = ("scripts/tests", "kernel-boot")
 
 
 CHECKPATCH_IGNORE = ("Missing commit description", "Missing Signed-off-by", "No Signed-off-by",
@@ -257,10 +259,13 @@ def unit_tests(res, only):
 	loader = unittest.TestLoader()
 	suite = unittest.TestSuite()
 	for sub in UNIT_DIRS:
-		sys.path.insert(0, os.path.join(TOP, sub))
 		for path in sorted(glob.glob(os.path.join(TOP, sub, "test_*.py"))):
-			mod = os.path.basename(path)[:-3]
-			suite.addTests(loader.loadTestsFromName(mod))
+			name = os.path.basename(path)[:-3]
+			spec = importlib.util.spec_from_file_location(name, path)
+			mod = importlib.util.module_from_spec(spec)
+			sys.modules[name] = mod
+			spec.loader.exec_module(mod)
+			suite.addTests(loader.loadTestsFromModule(mod))
 
 	def flatten(s):
 		for t in s:
@@ -399,12 +404,12 @@ CHECK_TIMEOUT = int(os.environ.get("NESTSLEEP_CHECK_TIMEOUT", "2400"))
 
 
 def check_programs(res, only, fast):
-	"""Run scripts/check_*.py and kernel-boot/check_*.py; one result per
+	"""Run scripts/dev/check_*.py and kernel-boot/check_*.py; one result per
 	KTAP line.  --fast is passed on: such a program may then skip its
 	kernel builds."""
 	import re
 	progs = []
-	for sub in ("scripts", "kernel-boot"):
+	for sub in ("scripts/dev", "kernel-boot"):
 		progs += sorted(glob.glob(os.path.join(TOP, sub, "check_*.py")))
 	for prog in progs:
 		base = os.path.basename(prog)[:-3]

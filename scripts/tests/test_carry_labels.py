@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Tests for scripts/carry_labels.py: a verdict moves to a later tree only
+"""Tests for nestsleep.triage.carry_labels: a verdict moves to a later tree only
 when the code it read is the same."""
 
 import json
@@ -8,7 +8,6 @@ import subprocess
 import tempfile
 import unittest
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SRC = """int helper(struct d *x)
 {
@@ -47,7 +46,7 @@ class CarryTest(unittest.TestCase):
 				json.dump({"labels": {"fp1": {"verdict": "true", "reason": "mutex in cond"}}}, f)
 			for k, fj, want in ((k2, f2, True), (k3, f3, False)):
 				l2 = os.path.join(d, "out-%s.json" % os.path.basename(k))
-				r = subprocess.run(["/usr/bin/python3", os.path.join(TOP, "scripts", "carry_labels.py"),
+				r = subprocess.run(["/usr/bin/python3", "-m", "nestsleep", "carry-labels",
 						    k1, k, f1, fj, l1, l2], capture_output=True, text=True)
 				self.assertEqual(r.returncode, 0, r.stderr)
 				with open(l2) as f:

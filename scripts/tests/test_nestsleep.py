@@ -5,29 +5,29 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(TOP, "scripts"))
-
-import cfacts  # noqa: E402
-import gen_builtin  # noqa: E402
-import nestsleep  # noqa: E402
+from nestsleep import TOP, cache_dir, gen_builtin
+from nestsleep.analysis import cfacts
+from nestsleep.analysis.resolve import Analysis
+from nestsleep.analysis.scan import Facts
+from nestsleep.analysis.waiters import derive_waiters
+from nestsleep.cache import Cache
+from nestsleep.common import sha1
+from nestsleep.knowledge import Knowledge
 
 PY = "/usr/bin/python3"
-KTREE = os.path.join(os.environ.get("NESTSLEEP_CACHE", os.path.expanduser("~/.cache/nestsleep")),
-		     "linux-source-6.1")
+KTREE = os.path.join(cache_dir(), "linux-source-6.1")
 
 
 class KnowledgeTest(unittest.TestCase):
 	def setUp(self):
-		self.kn = nestsleep.Knowledge()
+		self.kn = Knowledge()
 
 	def test_builtin_copy_agrees_with_data(self):
 		"""The .cocci files' built-in lists are generated from sleep_info.json."""
-		r = subprocess.run([PY, os.path.join(TOP, "scripts", "gen_builtin.py"), "--check"],
+		r = subprocess.run([PY, "-m", "nestsleep", "gen-builtin", "--check"],
 				   capture_output=True, text=True)
 		self.assertEqual(r.returncode, 0, r.stderr)
 		with open(os.path.join(TOP, "cocci", "nested_sleep.cocci")) as f:
@@ -105,7 +105,7 @@ static int not_carrier(void)
 
 class FactsTest(unittest.TestCase):
 	def setUp(self):
-		kn = nestsleep.Knowledge()
+		kn = Knowledge()
 		self.f = cfacts.extract(SAMPLE, kn.want_args, kn.restore)
 
 	def test_functions(self):
@@ -143,9 +143,9 @@ class WaitersTest(unittest.TestCase):
 
 	@unittest.skipUnless(os.path.isfile(os.path.join(KTREE, "Makefile")), "no kernel tree")
 	def test_derived_table_matches_data(self):
-		kn = nestsleep.Knowledge()
+		kn = Knowledge()
 		tmp = tempfile.mkdtemp()
-		cache = nestsleep.Cache(tmp)
+		cache = Cache(tmp)
 		headers = ["include/linux/wait.h", "include/linux/wait_bit.h", "include/linux/swait.h",
 			   "include/linux/rcuwait.h"]
 
@@ -157,10 +157,10 @@ class WaitersTest(unittest.TestCase):
 		for h in headers:
 			tree.abs[h] = os.path.join(KTREE, h)
 			with open(tree.abs[h], "rb") as f:
-				tree.files[h] = (nestsleep.sha1(f.read()), [], [], [], [], 5)
+				tree.files[h] = (sha1(f.read()), [], [], [], [], 5)
 		tree.sha = lambda rel: tree.files[rel][0]
-		facts = nestsleep.Facts(tree, kn, cache, 1)
-		w = nestsleep.derive_waiters(kn, facts, headers)
+		facts = Facts(tree, kn, cache, 1)
+		w = derive_waiters(kn, facts, headers)
 		for name, want in kn.waiters.items():
 			got = w[name]
 			self.assertNotIn(got["via"], ("table",), "%s was not derived from the headers" % name)
@@ -190,7 +190,7 @@ class SummarizeTest(unittest.TestCase):
 			D: {"calls": [call("deeper", E)]},
 			E: {"calls": [prim("mutex_lock", "mutex")]},
 		}
-		ana = nestsleep.Analysis.__new__(nestsleep.Analysis)
+		ana = Analysis.__new__(Analysis)
 		ana.nodes = {k: nodes[k] for k in order}
 		ana.summarize()
 		return ana.summary, A
@@ -208,7 +208,7 @@ class CliTest(unittest.TestCase):
 	"""Bad input: one clear line on stderr, non-zero exit, no traceback."""
 
 	def run_cli(self, *args, env=None):
-		return subprocess.run([PY, os.path.join(TOP, "scripts", "nestsleep.py")] + list(args),
+		return subprocess.run([PY, "-m", "nestsleep", "coccicheck"] + list(args),
 				      capture_output=True, text=True, env=env, timeout=60)
 
 	def assertCleanError(self, r, text):

@@ -1,18 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Tests for scripts/rekey.py: labels and fix results follow a finding to its
+"""Tests for nestsleep.triage.rekey: labels and fix results follow a finding to its
 new fingerprint at the same wait site, and nowhere else."""
 
 import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(TOP, "scripts"))
-import rekey  # noqa: E402
+from nestsleep.triage import rekey
 
 
 def rec(fp, line, chain, fn="f", prim="wait_event", col=1):
@@ -46,7 +43,7 @@ class RekeyTest(unittest.TestCase):
 
 	def run_rekey(self, *extra):
 		p = lambda n: os.path.join(self.tmp, n)  # noqa: E731
-		return subprocess.run(["/usr/bin/python3", os.path.join(TOP, "scripts", "rekey.py"), "--old", p("old.json"),
+		return subprocess.run(["/usr/bin/python3", "-m", "nestsleep", "rekey", "--old", p("old.json"),
 				       "--new", p("new.json")] + list(extra), capture_output=True, text=True)
 
 	def load(self, name):
@@ -79,7 +76,7 @@ class RekeyTest(unittest.TestCase):
 		self.assertEqual(sorted(self.load("labels.json")["labels"]), ["aaaa", "bbbb", "cccc", "dddd"])
 
 	def test_missing_file(self):
-		r = subprocess.run(["/usr/bin/python3", os.path.join(TOP, "scripts", "rekey.py"), "--old", "/nonexistent.json",
+		r = subprocess.run(["/usr/bin/python3", "-m", "nestsleep", "rekey", "--old", "/nonexistent.json",
 				    "--new", os.path.join(self.tmp, "new.json")], capture_output=True, text=True)
 		self.assertEqual(r.returncode, 2)
 		self.assertIn("rekey: /nonexistent.json", r.stderr)

@@ -1,17 +1,18 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Unit tests for scripts/wakers.py (the waker rule) and the independent
-check scripts/check_wakers.py, on small trees written here."""
+"""Unit tests for nestsleep.fix.wakers (the waker rule) and the independent
+check scripts/dev/check_wakers.py, on small trees written here."""
 
 import os
 import shutil
 import tempfile
 import unittest
 
-import check_wakers
-import fixer
-import nestsleep
-import wakers
-from fixer import mask
+from dev import check_wakers
+from nestsleep.analysis.scan import Facts, Tree
+from nestsleep.cache import Cache
+from nestsleep.fix import fixer, wakers
+from nestsleep.fix.fixer import mask
+from nestsleep.knowledge import Knowledge
 
 HEADER = """#include <linux/kthread.h>
 #include <linux/mutex.h>
@@ -77,10 +78,10 @@ class Rule(unittest.TestCase):
 			f.write(HEADER + main)
 		with open(os.path.join(tree, "waker.c"), "w") as f:
 			f.write("#include <linux/sched.h>\n" + other)
-		kn = nestsleep.Knowledge()
-		cache = nestsleep.Cache(self.cache)
-		t = nestsleep.Tree(tree, cache, 1)
-		facts = nestsleep.Facts(t, kn, cache, 1)
+		kn = Knowledge()
+		cache = Cache(self.cache)
+		t = Tree(tree, cache, 1)
+		facts = Facts(t, kn, cache, 1)
 		fx = fixer.Fixer(tree, kn, t, facts)
 		u = fixer.Unit("dev.c", "dev_thread", None)
 		ft = fx.text("dev.c")

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Unit tests for scripts/fixes.py (make fixes)."""
+"""Unit tests for nestsleep.series.series (make fixes)."""
 
 import json
 import os
@@ -9,9 +9,9 @@ import subprocess
 import tempfile
 import unittest
 
-import fixes
+from nestsleep import TOP
+from nestsleep.series import series as fixes
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KTREE = os.path.join(os.environ.get("NESTSLEEP_CACHE", os.path.expanduser("~/.cache/nestsleep")),
 		     "linux-source-6.1")
 
@@ -175,7 +175,7 @@ class SeriesTest(unittest.TestCase):
 		self.env = clean_env(self.tmp)
 
 	def run_fixes(self, *extra):
-		return subprocess.run(["/usr/bin/python3", os.path.join(TOP, "scripts", "fixes.py"), "--kdir", self.kdir,
+		return subprocess.run(["/usr/bin/python3", "-m", "nestsleep", "fixes", "--kdir", self.kdir,
 				       "-j", "2"] + list(extra), capture_output=True, text=True, env=self.env, cwd=self.tmp,
 				      timeout=300)
 
@@ -186,7 +186,7 @@ class SeriesTest(unittest.TestCase):
 		self.assertNotIn("Traceback", r.stderr)
 
 	def test_fixes_no_tree(self):
-		r = subprocess.run(["/usr/bin/python3", os.path.join(TOP, "scripts", "fixes.py"), "--kdir",
+		r = subprocess.run(["/usr/bin/python3", "-m", "nestsleep", "fixes", "--kdir",
 				    os.path.join(self.tmp, "nope"), "--out", os.path.join(self.tmp, "o")],
 				   capture_output=True, text=True, env=self.env)
 		self.assertEqual(r.returncode, 2)

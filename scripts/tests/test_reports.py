@@ -1,22 +1,20 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Tests for scripts/triage.py (make triage): report generation on a
+"""Tests for nestsleep.triage.reports (make triage): report generation on a
 fixture tree, the SARIF schema check, baseline diffing and labels."""
 
 import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from nestsleep import TOP
+from nestsleep.triage import reports as triage
+
 SCHEMA = os.path.join(TOP, "fixtures", "triage", "sarif-2.1.0-subset.schema.json")
 # the OASIS SARIF 2.1.0 schema (2.1.0-rtm.5, draft-04), see its .NOTICE
 OASIS_SCHEMA = os.path.join(TOP, "fixtures", "triage", "sarif-2.1.0-rtm.5.schema.json")
-sys.path.insert(0, os.path.join(TOP, "scripts"))
-import triage  # noqa: E402
-
 
 def read(p):
 	with open(p) as f:
@@ -121,7 +119,7 @@ class TriageTest(unittest.TestCase):
 
 	@classmethod
 	def triage(cls, extra):
-		return subprocess.run(["/usr/bin/python3", os.path.join(TOP, "scripts", "triage.py"), "--kdir", cls.kdir,
+		return subprocess.run(["/usr/bin/python3", "-m", "nestsleep", "triage", "--kdir", cls.kdir,
 				       "-j", "2"] + extra, capture_output=True, text=True, env=cls.env, timeout=600)
 
 	def test_triage_report_set(self):
@@ -234,7 +232,7 @@ class TriageTest(unittest.TestCase):
 		self.assertNotIn("Traceback", r.stderr)
 
 	def test_triage_no_tree(self):
-		r = subprocess.run(["/usr/bin/python3", os.path.join(TOP, "scripts", "triage.py"), "--kdir",
+		r = subprocess.run(["/usr/bin/python3", "-m", "nestsleep", "triage", "--kdir",
 				    os.path.join(self.tmp, "nope")], capture_output=True, text=True)
 		self.assertEqual(r.returncode, 2)
 		self.assertIn("no kernel tree", r.stderr)
