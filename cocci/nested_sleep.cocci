@@ -17,7 +17,7 @@
 //# sleeping primitives listed in its initializer (generated from
 //# cocci/sleep_info.json): it finds a primitive called directly in the
 //# condition or window, not one reached through a helper.  nestsleep's
-//# driver (scripts/nestsleep.py) adds the whole-tree knowledge: helpers in
+//# driver (scripts/nestsleep/) adds the whole-tree knowledge: helpers in
 //# other files, static inlines, macros and ops-table function pointers.
 //#
 //# False positives arise when the sleeping path cannot run while the state is
@@ -41,7 +41,7 @@
 //#
 //# This rule has no patch mode of its own: the rewrite needs the wakers,
 //# which may live in other files.  nestsleep's "make coccicheck MODE=patch"
-//# (scripts/fixer.py) rewrites the sites this rule finds.  Its patches may be
+//# (scripts/nestsleep/fix/fixer.py) rewrites the sites this rule finds.  Its patches may be
 //# wrong in the same ways the kernel's locks/call_kern.cocci fix may be: a
 //# converted set_current_state() loop relies on a search for the thread's
 //# wake_up_process() wakers, which does not see wake_q_add(), timers or
@@ -51,7 +51,7 @@
 // Copyright: (C) 2026 The nestsleep developers.
 // URL: https://coccinelle.gitlabpages.inria.fr/website
 // Comments: Requires Python scripting. Set NESTSLEEP_RAW=1 to print the
-// Comments: raw candidate calls as JSON lines for scripts/nestsleep.py.
+// Comments: raw candidate calls as JSON lines for scripts/nestsleep/analysis/match.py.
 // Options: --no-includes --include-headers
 
 virtual context
@@ -63,7 +63,7 @@ virtual report
 import json
 import os
 
-# BEGIN GENERATED from cocci/sleep_info.json by scripts/gen_builtin.py; do not edit
+# BEGIN GENERATED from cocci/sleep_info.json by python3 -m nestsleep gen-builtin; do not edit
 NS_SLEEPERS = {
     '__copy_from_user': ('user_copy', 'warns'),
     '__copy_to_user': ('user_copy', 'warns'),

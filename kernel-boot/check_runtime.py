@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""make check's runtime proof (run by scripts/run_tests.py).
+"""make check's runtime proof (run by scripts/dev/run_tests.py).
 
 Runs 'python3 -m nestsleep runtime-proof' (the 'make runtime-proof'
 command line: build the tiny debug kernel once, cached; boot the

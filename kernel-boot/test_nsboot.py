@@ -51,7 +51,7 @@ _CACHE: Dict[str, object] = {}
 
 
 def cached(key: str, make):
-	"""Compute once per process.  Not setUpClass: scripts/run_tests.py runs
+	"""Compute once per process.  Not setUpClass: scripts/dev/run_tests.py runs
 	each test method alone, and TestCase.run() alone skips setUpClass."""
 	if key not in _CACHE:
 		_CACHE[key] = make()

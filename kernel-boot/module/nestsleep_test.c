@@ -25,7 +25,7 @@
  *
  *   # expect-splat: do not call blocking ops when !TASK_RUNNING
  *
- * so that the parser (kernel-boot/nsboot_parser.py) tells the expected
+ * so that the parser (kernel-boot/nsboot/parser.py) tells the expected
  * splats from the unexpected ones.  The "after" form expects none.
  */
 #include <linux/completion.h>

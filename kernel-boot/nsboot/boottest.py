@@ -26,7 +26,7 @@ baseline did not have.
 
 No initramfs test drives the patched drivers yet, so every result says
 "booted, patched code not exercised".  Results go to DIR/boottest.json,
-keyed by fingerprint; then 'scripts/fixes.py retest DIR' rewrites the
+keyed by fingerprint; then 'nestsleep retest DIR' rewrites the
 testing paragraph of each patch from them.
 """
 
@@ -258,7 +258,7 @@ def main(ns) -> int:
 			print('nsboot: boottest: %s is listed in series.json but missing' % p['patch'], file=sys.stderr)
 			return 2
 	# kernel builds use both cores: one at a time, with the other
-	# kernel-building checks of this project (scripts/check_compile.py)
+	# kernel-building checks of this project (scripts/dev/check_compile.py)
 	lock_path = os.path.join(os.path.dirname(cache_root()), 'kbuild.lock')
 	os.makedirs(os.path.dirname(lock_path), exist_ok=True)
 	lockf = open(lock_path, 'w')

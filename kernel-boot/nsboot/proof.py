@@ -5,7 +5,7 @@
   python3 -m nsboot proof [--kdir K] [--rounds N] [--out DIR] [run options]
 
 1. derive: copy module/ into a scratch directory, run
-   'scripts/nestsleep.py --kdir <scratch> --mode patch', apply the diff.
+   'nestsleep coccicheck --kdir <scratch> --mode patch', apply the diff.
    The after form is never written by hand.  The diff may touch
    nestsleep_test.c too: the set_current_state() case's waker is a
    wake_up_process(ctx->waiter) that the rewrite turns into a wake_up().

@@ -4,7 +4,7 @@
 
 For every function that MODE=patch rewrites, this lists the direct wakers
 that could reach its task, with a search simpler than the fixer's own
-(scripts/wakers.py, which it does not import):
+(scripts/nestsleep/fix/wakers.py, which it does not import):
 
   task keys  the lvalues that receive kthread_run()/kthread_create*() of the
              function or of a same-file caller, or 'current' in either

@@ -93,7 +93,7 @@ def _nsboot(name):
 
 
 def parser():
-	ap = argparse.ArgumentParser(prog="nestsleep", description=__doc__.split("\n")[0])
+	ap = argparse.ArgumentParser(prog="nestsleep", description="find and fix nested sleeps in Linux kernel wait loops")
 	sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 	sub.required = True
 

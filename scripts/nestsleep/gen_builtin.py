@@ -73,7 +73,7 @@ def render(info):
 	return "\n".join(out) + "\n"
 
 
-BEGIN = "# BEGIN GENERATED from cocci/sleep_info.json by scripts/gen_builtin.py; do not edit\n"
+BEGIN = "# BEGIN GENERATED from cocci/sleep_info.json by python3 -m nestsleep gen-builtin; do not edit\n"
 END = "# END GENERATED\n"
 RESTORE_LINE = re.compile(r'^(identifier \w+ =~ ")[^"]*(";\s*// generated: state_restore)$', re.M)
 

@@ -13,7 +13,7 @@ Whole-tree driver for cocci/nested_sleep.cocci.  It works on demand:
             wait sites (cached per file content), collecting every call made
             in a non-running window;
   resolve   follow those calls through the definitions of their callees,
-            file by file (scripts/cfacts.py, cached per file content), through
+            file by file (analysis/cfacts.py, cached per file content), through
             macros, static inlines and ops-table function pointers;
   summarize a fixpoint over the call graph gives each function a shortest
             chain down to a sleeping primitive (cocci/sleep_info.json);

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """nestsleep's auto-fixer: rewrite nested sleeps into the wait_woken() form.
 
-The checker (cocci/nested_sleep.cocci + scripts/nestsleep.py) finds the wait
+The checker (cocci/nested_sleep.cocci + scripts/nestsleep/analysis/) finds the wait
 sites; this module turns each finding into a source edit, or says why it
 cannot.  It works on the text of the file, guided by the positions spatch
 reported, and keeps the code's own layout: only the wait statement and its
@@ -21,7 +21,7 @@ Three rewrites, each modelled on an upstream fix (../shared/seeds):
   set_current_state() loops on a -> wait_woken() on that queue (Bluetooth
   wait queue                        cmtp f06d977309d0, bnep 25717382c1dd)
 
-Each rewrite then goes through the waker rule (scripts/wakers.py): every
+Each rewrite then goes through the waker rule (scripts/nestsleep/fix/wakers.py): every
 direct waker of the task (wake_up_process() and friends) becomes a
 wake_up*() of the queue, or the site is refused; a wait whose task pointer
 is stored nowhere needs none.
@@ -533,7 +533,7 @@ class Fixer:
 			self.rule = wakers.WakerRule(self, kn)
 
 	def wakers(self, u, rel, func, queue, state, stop_tested, span):
-		"""The waker rule (scripts/wakers.py): every direct waker of the
+		"""The waker rule (scripts/nestsleep/fix/wakers.py): every direct waker of the
 		task is converted to a wakeup of queue, or the site is refused."""
 		if self.rule is None:
 			raise Refuse("manual", "no tree facts to search the wakers with")
