@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Tests for nestsleep.analysis.pipeline: the library call that the stages
+share (check()), and findings.json against fixtures/findings.schema.json."""
+
+import copy
+import json
+import os
+import shutil
+import tempfile
+import unittest
+
+from nestsleep import TOP, cache_dir
+from nestsleep.analysis import pipeline
+
+SCHEMA = os.path.join(TOP, "fixtures", "findings.schema.json")
+# fixtures with every shape: a wait_event condition and cmd, a
+# prepare_to_wait window, a set_current_state loop, a carried state
+SHAPES = ("shapes.c", "wait_event_variants.c", "macro_hop.c")
+
+
+_RUN = {}
+
+
+def run_once():
+	"""One MODE=patch run per process.  Not setUpClass: the test runner
+	(scripts/dev/run_tests.py) runs each test alone, so class fixtures do
+	not run there (issue: the test count)."""
+	if not _RUN:
+		tree = tempfile.mkdtemp(prefix="nestsleep-pipeline-")
+		try:
+			for name in SHAPES:
+				shutil.copy(os.path.join(TOP, "fixtures", "report", name), tree)
+			opts = pipeline.Options(kdir=tree, mode="patch", jobs=2,
+						cache=os.path.join(cache_dir(), "test-cache"))
+			_RUN.update(tree=tree, opts=opts, res=pipeline.check(opts))
+		finally:
+			shutil.rmtree(tree, ignore_errors=True)
+	return _RUN
+
+
+class CheckTest(unittest.TestCase):
+	def setUp(self):
+		r = run_once()
+		self.tree, self.opts, self.res = r["tree"], r["opts"], r["res"]
+
+	def validator(self):
+		try:
+			import jsonschema
+		except ImportError:
+			self.skipTest("python3-jsonschema is not installed (make setup installs it)")
+		with open(SCHEMA) as f:
+			schema = json.load(f)
+		jsonschema.Draft7Validator.check_schema(schema)
+		return jsonschema.Draft7Validator(schema), jsonschema.ValidationError
+
+	def test_findings_json_matches_schema(self):
+		v, _ = self.validator()
+		doc = json.loads(json.dumps(self.res.as_json(self.opts)))
+		self.assertGreater(len(doc["findings"]), 3)
+		shapes = set(f["shape"] for f in doc["findings"])
+		self.assertTrue({"wait_event", "prepare_to_wait", "set_current_state"} <= shapes, shapes)
+		errors = ["%s: %s" % ("/".join(map(str, e.path)), e.message) for e in v.iter_errors(doc)]
+		self.assertEqual(errors, [])
+
+	def test_schema_rejects_near_misses(self):
+		"""The schema is not vacuous: a missing field, a wrong type, an
+		unknown fix status and an unknown field are each rejected."""
+		v, _ = self.validator()
+		doc = json.loads(json.dumps(self.res.as_json(self.opts)))
+		bad = []
+		d = copy.deepcopy(doc)
+		del d["findings"][0]["chain"]
+		bad.append(d)
+		d = copy.deepcopy(doc)
+		d["findings"][0]["line"] = "12"
+		bad.append(d)
+		d = copy.deepcopy(doc)
+		d["findings"][0]["fix"]["status"] = "maybe"
+		bad.append(d)
+		d = copy.deepcopy(doc)
+		d["findings"][0]["extra"] = 1
+		bad.append(d)
+		for d in bad:
+			self.assertFalse(v.is_valid(d))
+
+	def test_patch_mode_output_is_the_diff(self):
+		"""check() returns what MODE=patch prints: the diff of the fixed
+		findings, and each finding's fix."""
+		self.assertTrue(self.res.output.startswith("--- a/"), self.res.output[:200])
+		patched = [f for f in self.res.findings if f["fix"]["status"] == "patch"]
+		self.assertTrue(patched)
+		for f in patched:
+			self.assertIn("+++ b/" + f["file"], self.res.output)
+
+	def test_bad_input_raises_user_error(self):
+		with tempfile.TemporaryDirectory() as d:
+			with self.assertRaises(pipeline.UserError):
+				pipeline.check(pipeline.Options(kdir=d, mode="bogus"))
+
+
+if __name__ == "__main__":
+	unittest.main()
