@@ -40,6 +40,7 @@ import subprocess
 import sys
 import time
 
+from nestsleep import ktree
 from nestsleep.series import series
 from nsboot import HARNESS, cache_root
 from nsboot import config as nsboot_config
@@ -272,8 +273,9 @@ def main(ns) -> int:
 		shutil.rmtree(scratch)
 	os.makedirs(os.path.dirname(scratch), exist_ok=True)
 	log('hard-link copy of %s in %s' % (kdir, scratch))
-	if subprocess.run(['cp', '-al', kdir, scratch]).returncode != 0:
-		print('nsboot: boottest: cannot copy the tree', file=sys.stderr)
+	err = ktree.scratch_copy(kdir, scratch)
+	if err:
+		print('nsboot: boottest: ' + err, file=sys.stderr)
 		return 1
 	bp = os.path.join(out, 'boottest.json')
 	results: Dict[str, dict] = {}

@@ -64,6 +64,7 @@ import textwrap
 import time
 
 from nestsleep import TOP, cache_dir
+from nestsleep import ktree
 from nestsleep.analysis import pipeline
 
 PY = "/usr/bin/python3"
@@ -232,10 +233,10 @@ class Scratch:
 		tmp = SRC + ".tmp"
 		if os.path.isdir(tmp):
 			shutil.rmtree(tmp)
-		r = subprocess.run(["cp", "-al", self.kdir, tmp], capture_output=True, text=True)
-		if r.returncode != 0:
+		err = ktree.scratch_copy(self.kdir, tmp)
+		if err:
 			shutil.rmtree(tmp, ignore_errors=True)
-			raise Fatal("cannot make a hard-link copy of %s in %s: %s" % (self.kdir, ROOT, r.stderr.strip()))
+			raise Fatal("%s (in %s)" % (err, ROOT))
 		os.rename(tmp, SRC)
 		with open(self.stamp_path, "w") as f:
 			json.dump(want, f)
@@ -498,15 +499,12 @@ def as_mail(case, fix, diff):
 
 
 def checkpatch(mail):
-	cp = os.path.join(SRC, "scripts", "checkpatch.pl")
-	if not os.path.isfile(cp):
+	r = ktree.checkpatch(SRC, text=mail, show_types=True)
+	if not r.ran:
 		return False, "no scripts/checkpatch.pl in the tree"
-	r = subprocess.run(["perl", cp, "--no-tree", "--no-signoff", "--show-types", "-q", "-"], input=mail,
-			   capture_output=True, text=True, timeout=300)
-	out = r.stdout.strip()
-	bad = [b.strip() for b in out.split("\n\n") if b.strip().startswith(("ERROR", "WARNING"))]
+	bad = r.blocks()
 	if r.returncode != 0 or bad:
-		return False, "\n\n".join(bad) or tail(out + r.stderr, 20)
+		return False, "\n\n".join(bad) or tail(r.output + r.stderr, 20)
 	return True, "checkpatch.pl: no errors, no warnings"
 
 

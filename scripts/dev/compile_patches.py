@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-from nestsleep import cache_dir
+from nestsleep import cache_dir, ktree
 from nestsleep.analysis import pipeline
 
 CACHE = cache_dir()
@@ -58,9 +58,9 @@ def scratch_tree(kdir, root):
 	os.makedirs(root, exist_ok=True)
 	if os.path.isdir(tree):
 		shutil.rmtree(tree)
-	r = run(["cp", "-al", kdir, tree])
-	if r.returncode != 0:
-		raise Fail("cannot make a hard-link copy of %s: %s" % (kdir, r.stderr.strip()))
+	err = ktree.scratch_copy(kdir, tree)
+	if err:
+		raise Fail(err)
 	return tree
 
 

@@ -42,7 +42,7 @@ import tempfile
 import time
 import unittest
 
-from nestsleep import TOP, cache_dir
+from nestsleep import TOP, cache_dir, ktree
 
 PY = "/usr/bin/python3"
 CACHE = cache_dir()
@@ -135,17 +135,10 @@ CHECKPATCH_IGNORE = ("Missing commit description", "Missing Signed-off-by", "No 
 def checkpatch(diff):
 	"""checkpatch.pl of the cached 6.1 tree on a bare diff: its complaints,
 	or None when the tree is not there."""
-	cp = os.path.join(KTREE, "scripts", "checkpatch.pl")
-	if not os.path.isfile(cp):
+	r = ktree.checkpatch(KTREE, text=diff, timeout=120)
+	if not r.ran:
 		return None
-	proc = subprocess.run(["perl", cp, "--no-tree", "--no-signoff", "-q", "-"], input=diff,
-			      capture_output=True, text=True, timeout=120, cwd=tempfile.gettempdir())
-	out = []
-	for block in proc.stdout.split("\n\n"):
-		first = block.strip().splitlines()[0] if block.strip() else ""
-		if first.startswith(("ERROR", "WARNING")) and not any(x in first for x in CHECKPATCH_IGNORE):
-			out.append(block.strip())
-	return out
+	return [b for b in r.blocks() if not any(x in b.splitlines()[0] for x in CHECKPATCH_IGNORE)]
 
 
 def patch_fixtures(res, only):
@@ -386,13 +379,9 @@ def patched_copy(patch, files):
 	(tree, error)."""
 	top = tempfile.mkdtemp(prefix="nestsleep-rt-tree-", dir=os.path.dirname(CACHE))
 	tree = os.path.join(top, "linux")
-	if subprocess.run(["cp", "-al", KTREE, tree]).returncode != 0:
-		return tree, "cannot make a hard-link copy of %s" % KTREE
-	for rel in files:
-		dst = os.path.join(tree, rel)
-		tmp = dst + ".nestsleep-copy"
-		shutil.copyfile(dst, tmp)
-		os.replace(tmp, dst)
+	err = ktree.scratch_copy(KTREE, tree, files)
+	if err:
+		return tree, err
 	p = subprocess.run(["patch", "-p1", "-s", "-d", tree, "-i", os.path.join(TOP, patch)],
 			   capture_output=True, text=True)
 	if p.returncode != 0:

@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 
-from nestsleep import TOP
+from nestsleep import TOP, ktree
 from nestsleep.analysis import pipeline
 from nestsleep.triage.treeid import tree_id
 
@@ -107,7 +107,10 @@ def main(a):
 	os.makedirs(a.work)
 	copy = os.path.join(a.work, "tree")
 	print("bench: hard-linked copy of %s in %s" % (kdir, copy), file=sys.stderr, flush=True)
-	subprocess.run(["cp", "-al", kdir, copy], check=True)
+	err = ktree.scratch_copy(kdir, copy)
+	if err:
+		print("bench: " + err, file=sys.stderr)
+		return 2
 	cache = os.path.join(a.work, "cache")
 
 	def opts(**kw):

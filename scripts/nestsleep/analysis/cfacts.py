@@ -177,6 +177,25 @@ def split_args(toks, lp, rp):
 	return args
 
 
+def split_args_text(s):
+	"""split_args() on text: the top-level comma-separated parts of an
+	argument list, stripped."""
+	out, cur, depth = [], "", 0
+	for ch in s:
+		if ch in "([{":
+			depth += 1
+		elif ch in ")]}":
+			depth -= 1
+		if ch == "," and depth == 0:
+			out.append(cur.strip())
+			cur = ""
+		else:
+			cur += ch
+	if cur.strip():
+		out.append(cur.strip())
+	return out
+
+
 def _base_text(toks, i):
 	"""Text of the expression before '->' or '.' at toks[i] (e.g. 'rb->access')."""
 	j = i - 1

@@ -193,23 +193,6 @@ def stmt_expr_records(tree, facts, kn, waiters, targets, recs):
 	return out
 
 
-def split_args(s):
-	"""The top-level comma-separated parts of an argument list text."""
-	out, cur, depth = [], "", 0
-	for ch in s:
-		if ch in "([{":
-			depth += 1
-		elif ch in ")]}":
-			depth -= 1
-		if ch == "," and depth == 0:
-			out.append(cur.strip())
-			cur = ""
-		else:
-			cur += ch
-	if cur.strip():
-		out.append(cur.strip())
-	return out
-
 
 GUARD_CALLS = ("scoped_guard", "scoped_cond_guard")
 

@@ -36,8 +36,9 @@ from typing import List, Optional
 
 from nestsleep import DEFAULT_COCCI, VERSION, cache_dir
 from nestsleep.analysis import cfacts
+from nestsleep.analysis.cfacts import split_args_text
 from nestsleep.analysis.match import (Matcher, _flags_key, _is_nestsleep_rule, cocci_options,
-				      function_coverage, split_args, stmt_expr_records)
+				      function_coverage, stmt_expr_records)
 from nestsleep.analysis.report import context_text, make_finding, patch_text, report_text
 from nestsleep.analysis.resolve import Analysis
 from nestsleep.analysis.scan import WAIT_WORDS, Facts, Tree
@@ -284,9 +285,9 @@ def analyse(a, ext):
 			c["kind"] = "member"
 			c["base"] = r["base"]
 		elif r["call"] in kn.gfp_arg:
-			c["args"] = [x.strip() for x in split_args(r["args"])]
+			c["args"] = [x.strip() for x in split_args_text(r["args"])]
 		if r["call"] in ("guard", "scoped_guard"):
-			c["guard"] = split_args(r["args"])[0] if r["args"] else ""
+			c["guard"] = split_args_text(r["args"])[0] if r["args"] else ""
 		tg = ana.call_targets(c, r["file"], r["func"])
 		site_targets.append((r, c, tg))
 		roots += tg[1]

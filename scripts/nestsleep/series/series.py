@@ -28,9 +28,9 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
 from nestsleep.analysis import pipeline
+from nestsleep import ktree
 from nestsleep.common import UserError
 from nestsleep.knowledge import Knowledge
 
@@ -493,13 +493,10 @@ def mail(author, date, subject, body, diff="", to=(), cc=()):
 
 
 def checkpatch(kdir, path, signoff):
-	cp = os.path.join(kdir, "scripts", "checkpatch.pl")
-	if not os.path.isfile(cp):
+	r = ktree.checkpatch(kdir, path=path, signoff=signoff)
+	if not r.ran:
 		return {"status": "not run", "output": "no scripts/checkpatch.pl in KDIR"}
-	cmd = ["perl", cp, "--no-tree", "-q"] + ([] if signoff else ["--no-signoff"]) + [path]
-	# checkpatch.pl leaves a .checkpatch-camelcase cache in its cwd
-	r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tempfile.gettempdir())
-	out = r.stdout.strip()
+	out = r.output
 	errs = len(re.findall(r"^ERROR:", out, re.M))
 	warns = len(re.findall(r"^WARNING:", out, re.M))
 	return {"status": "clean" if not errs and not warns else "%d errors, %d warnings" % (errs, warns),
