@@ -46,6 +46,7 @@ from nestsleep.analysis.waiters import derive_waiters, specialize_rule
 from nestsleep.cache import Cache
 from nestsleep.common import UserError, log, sha1
 from nestsleep.knowledge import Knowledge
+from nestsleep.model import FileFlag
 
 
 @dataclasses.dataclass
@@ -138,12 +139,12 @@ def in_scope(rel, a, ext):
 def tree_knowledge(tree, facts, ana, kn, cache, times):
 	"""Wait primitives, state-carrying helpers and window names of the tree."""
 	t = time.time()
-	wait_files = [r for r in tree.files if tree.flags(r) & 1]
-	state_files = [r for r in tree.files if tree.flags(r) & 2]
+	wait_files = [r for r in tree.files if tree.flags(r) & FileFlag.WAIT]
+	state_files = [r for r in tree.files if tree.flags(r) & FileFlag.STATE]
 	facts.ensure(wait_files + state_files)
 	times["facts"] = time.time() - t
 	t = time.time()
-	waiters = derive_waiters(kn, facts, [r for r in wait_files if tree.flags(r) & 4])
+	waiters = derive_waiters(kn, facts, [r for r in wait_files if tree.flags(r) & FileFlag.DEFINES])
 	carriers = set()
 	for rel in state_files:
 		for name, fn in facts.get(rel)["functions"].items():
@@ -159,7 +160,7 @@ def tree_knowledge(tree, facts, ana, kn, cache, times):
 		seen = cache.load("index", ckey) or {}
 		more, dirty = [], False
 		for rel in tree.files:
-			if tree.flags(rel) & 1:
+			if tree.flags(rel) & FileFlag.WAIT:
 				continue
 			sha = tree.sha(rel)
 			hit = seen.get(sha)
@@ -195,7 +196,7 @@ def tree_knowledge(tree, facts, ana, kn, cache, times):
 		for c in fn["calls"]:
 			tg = ana.call_targets(c, rel, fname)
 			window_calls.append((c, tg))
-			roots += tg[1]
+			roots += tg.nodes
 	ana.expand(roots)
 	ana.summarize()
 	window = sorted(set(c["name"] for c, tg in window_calls if ana.witness(c, tg, ana.summary, "")))
@@ -290,7 +291,7 @@ def analyse(a, ext):
 			c["guard"] = split_args_text(r["args"])[0] if r["args"] else ""
 		tg = ana.call_targets(c, r["file"], r["func"])
 		site_targets.append((r, c, tg))
-		roots += tg[1]
+		roots += tg.nodes
 	ana.expand(roots)
 	ana.summarize()
 	times["resolve"] = time.time() - t
@@ -301,13 +302,13 @@ def analyse(a, ext):
 		if w is None:
 			continue
 		key = (r["file"], r["line"], r["col"], r["colend"])
-		chain, effect, group, pen, locs = w
+		chain, effect, group, pen = list(w.chain), w.effect, w.group, w.penalty
 		shape = r["shape"]
 		if shape == "carried_state":
 			pen = max(pen, 1)
 		if shape in ("set_current_state", "prepare_to_wait", "carried_state") and group == "schedule":
 			pen = max(pen, 3)
-		locs = [(r["file"], r["cline"])] + list(locs[1:])
+		locs = [(r["file"], r["cline"])] + list(w.locs[1:])
 		findings.setdefault(key, []).append({"rec": r, "chain": chain, "effect": effect,
 						     "group": group, "penalty": pen, "locs": locs})
 	out = []

@@ -7,6 +7,7 @@ import os
 import re
 
 from nestsleep.analysis import summarize as summarize_mod
+from nestsleep.model import NO_TARGET, CallTarget
 
 MAX_DEPTH = 8          # hops from a wait site to a primitive
 MAX_ROUNDS = 4 * MAX_DEPTH  # summarize() stops improving witnesses after this
@@ -18,7 +19,7 @@ class Analysis:
 	def __init__(self, tree, facts, kn):
 		self.tree, self.facts, self.kn = tree, facts, kn
 		self.nodes = {}       # (file, name) -> {"calls": [(call, targets)], "annotate": line}
-		self.summary = {}     # node -> (chain, effect, group, conf_penalty)
+		self.summary = {}     # node -> its best Witness
 		self._resolve_cache = {}
 
 	# -- definitions ------------------------------------------------------
@@ -164,7 +165,7 @@ class Analysis:
 						continue
 					tg = self.call_targets(c, rel, name)
 					edges.append((c, tg))
-					for t in tg[1]:
+					for t in tg.nodes:
 						if t not in self.nodes:
 							nxt.append(t)
 				self.nodes[node] = {"calls": edges, "annotate": ann}
@@ -172,24 +173,25 @@ class Analysis:
 			depth += 1
 
 	def call_targets(self, call, rel, func):
-		"""('prim', (group, effect)) | ('no', []) | ('direct'|'pointer', [nodes], info)."""
+		"""The CallTarget of call, made in function func of file rel."""
 		if call.get("kind") in ("arrow", "dot") or call.get("kind") == "member":
 			t = self.base_type(rel, func, call.get("base", ""))
 			if t is None:
-				return ("no", [])
+				return NO_TARGET
 			targets = []
 			for trel, fn in self.pointer_targets(t, call["name"]):
 				targets += self.resolve(fn, trel)
 			if not targets or len(targets) > MAX_FANOUT:
-				return ("no", [])
-			return ("pointer", targets, "%s->%s" % (re.sub(r"\s+", "", call.get("base", "")), call["name"]))
+				return NO_TARGET
+			return CallTarget("pointer", tuple(targets),
+					  info="%s->%s" % (re.sub(r"\s+", "", call.get("base", "")), call["name"]))
 		p = self.kn.primitive(call)
 		if p == "no":
-			return ("no", [])
+			return NO_TARGET
 		if p is not None:
-			return ("prim", [], p)
-		defs = self.resolve(call["name"], rel)
-		return ("direct", defs)
+			group, effect = p
+			return CallTarget("prim", group=group, effect=effect)
+		return CallTarget("direct", tuple(self.resolve(call["name"], rel)))
 
 	def summarize(self):
 		"""Summaries of every node of the graph (summarize.summarize)."""

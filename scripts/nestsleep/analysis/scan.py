@@ -11,6 +11,7 @@ import time
 from nestsleep.analysis import cfacts
 from nestsleep.common import sha1
 from nestsleep.knowledge import Knowledge
+from nestsleep.model import FileFlag
 
 SCAN_VERSION = 3
 DEF_LINE = re.compile(
@@ -49,14 +50,15 @@ def _scan_one(path):
 			names.add((m.group(1) or m.group(2)).decode())
 	inits = sorted(set(s.decode() for s in INIT_STRUCT.findall(data)))
 	members = sorted(set(s.decode() for s in INIT_MEMBER.findall(data))) if inits else []
-	flags = 0
+	flags = FileFlag(0)
 	if any(w in data for w in WAIT_WORDS):
-		flags |= 1
+		flags |= FileFlag.WAIT
 	if any(w in data for w in STATE_WORDS):
-		flags |= 2
+		flags |= FileFlag.STATE
 	if b"#define" in data or b"# define" in data:
-		flags |= 4
-	return path, (sha1(data), sorted(names), sorted(structs), inits, members, flags)
+		flags |= FileFlag.DEFINES
+	# the cache (marshal) keeps plain ints
+	return path, (sha1(data), sorted(names), sorted(structs), inits, members, int(flags))
 
 
 def _size(path):
@@ -126,7 +128,8 @@ class Tree:
 		self.elapsed = time.time() - t0
 
 	def flags(self, rel):
-		return self.files[rel][5]
+		"""The FileFlag bits of file rel."""
+		return FileFlag(self.files[rel][5])
 
 	def sha(self, rel):
 		return self.files[rel][0]

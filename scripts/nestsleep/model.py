@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The typed values the analysis stages hand each other.
+
+A Node is (file, name, kind): a function ('f') or a macro ('m') defined
+in file.  A CallTarget says where one call may go; a Witness is the best
+chain from a call down to a sleeping primitive.  Findings leave the
+analysis as dicts (findings.json, fixtures/findings.schema.json), since the
+fixer, the series writer and triage all read and extend them.
+"""
+
+import dataclasses
+import enum
+from typing import Optional, Tuple
+
+Node = Tuple[str, str, str]
+Loc = Tuple[str, int]
+
+
+class FileFlag(enum.IntFlag):
+	"""What the scan saw in a file's text (scan.py keeps these per file)."""
+	WAIT = 1	# a wait primitive's name: wait_event*, prepare_to_wait, ...
+	STATE = 2	# a task-state setter: set_current_state(), ...
+	DEFINES = 4	# a #define, so it may define a wait wrapper
+
+
+@dataclasses.dataclass(frozen=True)
+class CallTarget:
+	"""Where a call goes.  kind: 'prim' (a sleeping primitive: group and
+	effect), 'no' (known not to sleep, or unresolved), 'direct' (the
+	definitions of its name) or 'pointer' (the functions an ops-table
+	member may hold; info is the 'base->member' text)."""
+	kind: str
+	nodes: Tuple[Node, ...] = ()
+	group: str = ""
+	effect: str = ""
+	info: str = ""
+
+
+NO_TARGET = CallTarget("no")
+
+
+@dataclasses.dataclass(frozen=True)
+class Witness:
+	"""A chain of calls from a call site down to a sleeping primitive.
+	chain[i] is the callee of hop i (a 'base->member=fn' text for a
+	function pointer), locs[i] the (file, line) of that call; penalty
+	counts the doubts on the way (summarize.confidence())."""
+	chain: Tuple[str, ...]
+	effect: str
+	group: str
+	penalty: int
+	locs: Tuple[Loc, ...]
+
+	def order(self):
+		"""Fewer doubts first; then one that does not end in a scheduler
+		entry point (for a set_current_state()/prepare_to_wait() site
+		that is usually the intended sleep, and costs the finding
+		confidence); then shorter, then by name (stable)."""
+		return (self.penalty, self.group == "schedule", len(self.chain), self.chain)
+
+	def better_than(self, other: Optional["Witness"]) -> bool:
+		return other is None or self.order() < other.order()
