@@ -479,6 +479,10 @@ NS_WAITERS = {
    
 ], ''),
 }
+NS_SETTERS = [
+    'set_current_state', '__set_current_state', 'set_special_state',
+    'prepare_to_wait', 'prepare_to_wait_exclusive', 'prepare_to_wait_event',
+]
 # END GENERATED
 
 NS_RAW = os.environ.get("NESTSLEEP_RAW", "") not in ("", "0")
@@ -501,9 +505,6 @@ NS_CARRIERS = set()
 if os.environ.get("NESTSLEEP_CARRIERS"):
     with open(os.environ["NESTSLEEP_CARRIERS"]) as fp:
         NS_CARRIERS = set(json.load(fp))
-NS_SETTERS = set(["set_current_state", "__set_current_state",
-                  "set_special_state", "prepare_to_wait",
-                  "prepare_to_wait_exclusive", "prepare_to_wait_event"])
 
 coccinelle.ns_recs = []
 coccinelle.ns_modes = []
@@ -630,7 +631,7 @@ if role is None or not ns_record("wait_event", w, p0[0], f, p[0], str(al),
 // Shape 2: prepare_to_wait*() ... schedule(): calls in between.
 
 @pw exists@
-identifier ptw = {prepare_to_wait, prepare_to_wait_exclusive, prepare_to_wait_event};
+identifier ptw = {prepare_to_wait, prepare_to_wait_exclusive, prepare_to_wait_event}; // generated: state_setters.prepare
 identifier r =~ "^(__schedule|blk_io_schedule|do_wait_intr|do_wait_intr_irq|finish_swait|finish_wait|freezable_schedule|freezable_schedule_timeout|freezable_schedule_unsafe|io_schedule|io_schedule_timeout|memalloc_retry_wait|preempt_schedule_common|schedule|schedule_hrtimeout|schedule_hrtimeout_range|schedule_hrtimeout_range_clock|schedule_idle|schedule_preempt_disabled|schedule_rtlock|schedule_timeout|schedule_timeout_idle|schedule_timeout_interruptible|schedule_timeout_killable|schedule_timeout_uninterruptible|wait_woken)$"; // generated: state_restore
 identifier f : script:python() { ns_window(f) };
 expression list al;
@@ -661,7 +662,7 @@ if not ns_record("prepare_to_wait", ptw, p0[0], f, p[0], str(al),
 // Shape 3: set_current_state(TASK_*) ... schedule(): calls in between.
 
 @sc exists@
-identifier scs = {set_current_state, __set_current_state, set_special_state};
+identifier scs = {set_current_state, __set_current_state, set_special_state}; // generated: state_setters.set
 identifier r =~ "^(__schedule|blk_io_schedule|do_wait_intr|do_wait_intr_irq|finish_swait|finish_wait|freezable_schedule|freezable_schedule_timeout|freezable_schedule_unsafe|io_schedule|io_schedule_timeout|memalloc_retry_wait|preempt_schedule_common|schedule|schedule_hrtimeout|schedule_hrtimeout_range|schedule_hrtimeout_range_clock|schedule_idle|schedule_preempt_disabled|schedule_rtlock|schedule_timeout|schedule_timeout_idle|schedule_timeout_interruptible|schedule_timeout_killable|schedule_timeout_uninterruptible|wait_woken)$"; // generated: state_restore
 expression S;
 identifier f : script:python() { ns_window(f) };

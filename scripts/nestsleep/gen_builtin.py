@@ -4,7 +4,7 @@
 The .cocci files must also work alone, under the kernel's own coccicheck, so
 they carry a copy of the sleeping primitives.  This script writes that copy
 between the BEGIN/END GENERATED markers and into the lines tagged
-'// generated: state_restore'.  With --check it only reports whether the
+'// generated: state_restore' and '// generated: state_setters.KEY'.  With --check it only reports whether the
 files agree with the data (exit 1 if not); 'make check' runs that ('python3 -m nestsleep gen-builtin [--check]').
 """
 
@@ -40,6 +40,7 @@ def tables(info):
 		"NS_NOT_SLEEPING": sorted(set(not_sleeping)),
 		"NS_RESTORE": list(info["state_restore"]["functions"]),
 		"NS_WAITERS": waiters,
+		"NS_SETTERS": list(info["state_setters"]["set"]) + list(info["state_setters"]["prepare"]),
 	}
 
 
@@ -68,7 +69,8 @@ def py_literal(v):
 def render(info):
 	t = tables(info)
 	out = []
-	for k in ("NS_SLEEPERS", "NS_GFP_ARG", "NS_BLOCKING_GFP", "NS_NOT_SLEEPING", "NS_RESTORE", "NS_WAITERS"):
+	for k in ("NS_SLEEPERS", "NS_GFP_ARG", "NS_BLOCKING_GFP", "NS_NOT_SLEEPING", "NS_RESTORE", "NS_WAITERS",
+		  "NS_SETTERS"):
 		out.append("%s = %s" % (k, py_literal(t[k])))
 	return "\n".join(out) + "\n"
 
@@ -76,6 +78,7 @@ def render(info):
 BEGIN = "# BEGIN GENERATED from cocci/sleep_info.json by python3 -m nestsleep gen-builtin; do not edit\n"
 END = "# END GENERATED\n"
 RESTORE_LINE = re.compile(r'^(identifier \w+ =~ ")[^"]*(";\s*// generated: state_restore)$', re.M)
+SETTER_LINE = re.compile(r'^(identifier \w+ = \{)[^}]*(\};\s*// generated: state_setters\.(\w+))$', re.M)
 
 
 def regenerate(text, info):
@@ -84,7 +87,8 @@ def regenerate(text, info):
 	text = text[:b] + render(info) + text[e:]
 	names = sorted(set(info["state_restore"]["functions"]))
 	regex = "^(" + "|".join(names) + ")$"
-	return RESTORE_LINE.sub(lambda m: m.group(1) + regex + m.group(2), text)
+	text = RESTORE_LINE.sub(lambda m: m.group(1) + regex + m.group(2), text)
+	return SETTER_LINE.sub(lambda m: m.group(1) + ", ".join(info["state_setters"][m.group(3)]) + m.group(2), text)
 
 
 def main(argv):

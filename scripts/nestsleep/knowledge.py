@@ -6,6 +6,7 @@ import re
 
 from nestsleep import SLEEP_INFO
 from nestsleep import gen_builtin
+from nestsleep.analysis.cfacts import Words
 from nestsleep.common import sha1
 
 
@@ -27,9 +28,20 @@ class Knowledge:
 		self.waiters = self.info["waiters"]["table"]
 		self.roots = self.info["waiters"]["roots"]
 		self.annotations = set(self.info["annotations"]["functions"])
-		self.guards = {}
+		self.guards = {}	# guard class -> its lock function
+		self.guard_calls, self.scoped_calls = frozenset(), frozenset()
 		for g in self.info["groups"]:
 			self.guards.update(g.get("guard_classes", {}))
+			self.guard_calls |= frozenset(g.get("guard_calls", ()))
+			self.scoped_calls |= frozenset(g.get("scoped_calls", ()))
+		ss = self.info["state_setters"]
+		self.words = Words(set=frozenset(ss["set"]), prepare=frozenset(ss["prepare"]),
+				   running=frozenset(ss["running"]), annotations=frozenset(self.annotations),
+				   guards=self.guard_calls)
+		# waiters-table state name -> (TASK_* expression, signal test or None)
+		self.states = {k: (v["task_state"], v["signal_test"]) for k, v in self.info["states"]["table"].items()}
+		# scheduler entry point -> its wait_woken() timeout, or None
+		self.schedulers = dict(self.info["schedulers"]["functions"])
 		self.reasons = {g["name"]: g["reason"] for g in self.info["groups"]}
 
 	def want_args(self, name):
@@ -39,7 +51,7 @@ class Knowledge:
 		"""(group, effect) if the call is a sleeping primitive, 'no' if it is
 		known not to sleep, None if it must be resolved."""
 		name = call["name"]
-		if name in ("guard", "scoped_guard"):
+		if name in self.guard_calls:
 			lock = self.guards.get(call.get("guard", ""))
 			if lock:
 				return self.sleepers[lock]

@@ -14,8 +14,11 @@ callees, cheaply and without dropping functions spatch cannot parse:
              assignments, for calls through function pointers
 
 The facts depend only on the file's bytes, so they are cached by content hash.
+The kernel names the extractor must know (state setters, annotations, lock
+guards) come from cocci/sleep_info.json as a Words value (knowledge.py).
 """
 
+import dataclasses
 import re
 
 FACTS_VERSION = 7
@@ -53,9 +56,19 @@ ANNOTATIONS = frozenset("""
 	__must_check noinline notrace __used __maybe_unused __visible
 """.split())
 
-STATE_SETTERS = frozenset(["set_current_state", "__set_current_state",
-			   "set_special_state", "prepare_to_wait",
-			   "prepare_to_wait_exclusive", "prepare_to_wait_event"])
+
+
+@dataclasses.dataclass(frozen=True)
+class Words:
+	"""Kernel names, from cocci/sleep_info.json (Knowledge.words):
+	set and prepare, the task-state setters (state_setters); running, those
+	that end a window when called with TASK_RUNNING; annotations, calls that
+	mark a nested sleep as checked; guards, the scope-based lock guards."""
+	set: frozenset = frozenset()
+	prepare: frozenset = frozenset()
+	running: frozenset = frozenset()
+	annotations: frozenset = frozenset()
+	guards: frozenset = frozenset()
 
 
 def _blank(m):
@@ -250,8 +263,9 @@ def stmt_expr_calls(toks, lo, hi):
 	return out
 
 
-def calls_in(toks, lo, hi, want_args, force_args=()):
-	"""Calls in toks[lo:hi]: dicts with name, line, kind, base, args."""
+def calls_in(toks, lo, hi, want_args, force_args=(), guards=frozenset()):
+	"""Calls in toks[lo:hi]: dicts with name, line, kind, base, args, and
+	for a lock guard (a name in guards) its class."""
 	out = []
 	for i in range(lo, hi):
 		k, v, ln = toks[i]
@@ -268,7 +282,7 @@ def calls_in(toks, lo, hi, want_args, force_args=()):
 				and prev not in ("return", "else"):
 			# 'int foo(' inside a body: a declaration, not a call
 			continue
-		if v in ("guard", "scoped_guard"):
+		if v in guards:
 			rp = _match_close(toks, i + 1, "(", ")")
 			a = split_args(toks, i + 1, rp)
 			if a and a[0]:
@@ -290,7 +304,7 @@ def _state_arg_running(toks, i):
 	return txt.strip() == "TASK_RUNNING", rp
 
 
-def returns_nonrunning(toks, lo, hi, restore):
+def returns_nonrunning(toks, lo, hi, restore, words):
 	"""Linear approximation: after a call that sets a non-running state, is a
 	'return' (or the end of the function) reached before the state is restored
 	(schedule*(), finish_wait(), __set_current_state(TASK_RUNNING), ...)?"""
@@ -300,11 +314,11 @@ def returns_nonrunning(toks, lo, hi, restore):
 	while i < hi:
 		k, v, ln = toks[i]
 		if k == "id" and i + 1 < hi and toks[i + 1][1] == "(":
-			if v in STATE_SETTERS:
-				running, rp = _state_arg_running(toks, i) if "state" in v else (False, i)
+			if v in words.set or v in words.prepare:
+				running, rp = _state_arg_running(toks, i) if v in words.set else (False, i)
 				if running:
 					armed = None
-				elif v.startswith("prepare_to_wait"):
+				elif v in words.prepare:
 					# prepare_to_wait(wq, &w, state): third argument
 					rp = _match_close(toks, i + 1, "(", ")")
 					a = split_args(toks, i + 1, rp)
@@ -325,7 +339,7 @@ def returns_nonrunning(toks, lo, hi, restore):
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 
 
-def extract(text, want_args=lambda name: False, restore=frozenset()):
+def extract(text, want_args=lambda name: False, restore=frozenset(), words=Words()):
 	"""All facts of one C file (see module doc)."""
 	includes = _INCLUDE.findall(text)
 	toks = tokenize(text)
@@ -347,8 +361,8 @@ def extract(text, want_args=lambda name: False, restore=frozenset()):
 				macros[m.group(1)] = {
 					"line": ln, "params": params,
 					"calls": calls_in(btoks, 0, len(btoks),
-							  lambda nm: True),
-					"annotate": any(t[1] == "sched_annotate_sleep" for t in btoks),
+							  lambda nm: True, guards=words.guards),
+					"annotate": any(t[1] in words.annotations for t in btoks),
 					"body": _text(btoks)[:2000],
 				}
 			i += 1
@@ -359,16 +373,16 @@ def extract(text, want_args=lambda name: False, restore=frozenset()):
 				close = _match_close(toks, i, "{", "}")
 				if name:
 					body_calls = calls_in(toks, i + 1, close, want_args,
-							      stmt_expr_calls(toks, i + 1, close))
+							      stmt_expr_calls(toks, i + 1, close), words.guards)
 					ann = None
 					for c in body_calls:
-						if c["name"] == "sched_annotate_sleep":
+						if c["name"] in words.annotations:
 							ann = c["line"]
 							break
 					# a helper that puts the task back into TASK_RUNNING
 					# before it sleeps does not sleep in the caller's state
 					for j in range(i + 1, close):
-						if toks[j][0] == "id" and toks[j][1] in ("set_current_state", "__set_current_state") \
+						if toks[j][0] == "id" and toks[j][1] in words.running \
 								and toks[j + 1][1] == "(" and _state_arg_running(toks, j)[0]:
 							if ann is None or toks[j][2] < ann:
 								ann = toks[j][2]
@@ -383,7 +397,7 @@ def extract(text, want_args=lambda name: False, restore=frozenset()):
 						"locals": local, "end": toks[close - 1][2] if close < n else ln,
 					}
 					funcs[name]["carry"], funcs[name]["setter"] = \
-						returns_nonrunning(toks, i + 1, close, restore)
+						returns_nonrunning(toks, i + 1, close, restore, words)
 				else:
 					_aggregate(toks, i, close, stmt_start, structs, ops)
 				i = close + 1

@@ -162,7 +162,7 @@ def stmt_expr_records(tree, facts, kn, waiters, targets, recs):
 					if idx >= len(c["args"]) or "({" not in c["args"][idx]:
 						continue
 					atoks = cfacts.tokenize(c["args"][idx])
-					inner = cfacts.calls_in(atoks, 0, len(atoks), kn.want_args)
+					inner = cfacts.calls_in(atoks, 0, len(atoks), kn.want_args, guards=kn.guard_calls)
 					if any(x["name"] in kn.annotations for x in inner):
 						continue
 					if lines is None:
@@ -194,10 +194,7 @@ def stmt_expr_records(tree, facts, kn, waiters, targets, recs):
 
 
 
-GUARD_CALLS = ("scoped_guard", "scoped_cond_guard")
-
-
-def function_coverage(targets, results, facts):
+def function_coverage(targets, results, facts, scoped_calls):
 	"""Function-level parse coverage of the matched files: the functions
 	nestsleep's own scanner found, against those spatch reported parsing
 	(spatch drops a function it cannot parse and goes on, so a file can
@@ -212,7 +209,7 @@ def function_coverage(targets, results, facts):
 		seen = set(r.get("funcs", []))
 		for name, fn in facts.get(rel)["functions"].items():
 			total += 1
-			guard = any(c["name"] in GUARD_CALLS for c in fn.get("calls", []))
+			guard = any(c["name"] in scoped_calls for c in fn.get("calls", []))
 			gtotal += guard
 			if name in seen:
 				parsed += 1

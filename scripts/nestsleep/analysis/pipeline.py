@@ -287,7 +287,7 @@ def analyse(a, ext):
 			c["base"] = r["base"]
 		elif r["call"] in kn.gfp_arg:
 			c["args"] = [x.strip() for x in split_args_text(r["args"])]
-		if r["call"] in ("guard", "scoped_guard"):
+		if r["call"] in kn.guard_calls:
 			c["guard"] = split_args_text(r["args"])[0] if r["args"] else ""
 		tg = ana.call_targets(c, r["file"], r["func"])
 		site_targets.append((r, c, tg))
@@ -317,7 +317,7 @@ def analyse(a, ext):
 		out.append(make_finding(key, paths, kn))
 	cov = {"files": len(targets), "parsed": matcher.parsed, "failed": sorted(matcher.failed),
 	       "timeout": sorted(matcher.timedout)}
-	cov.update(function_coverage(targets, results, facts))
+	cov.update(function_coverage(targets, results, facts, kn.scoped_calls))
 	times["total"] = time.time() - t_start
 	return out, cov, times, tree, facts
 

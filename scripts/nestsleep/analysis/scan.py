@@ -158,7 +158,7 @@ def _facts_one(args):
 	except OSError:
 		return sha, None
 	try:
-		return sha, cfacts.extract(text, _KN.want_args, _KN.restore)
+		return sha, cfacts.extract(text, _KN.want_args, _KN.restore, _KN.words)
 	except RecursionError:
 		return sha, None
 

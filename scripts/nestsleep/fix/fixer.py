@@ -37,15 +37,6 @@ import re
 
 MAX_COLS = 100
 
-# wait.h state names as the waiters table spells them
-STATE = {
-	"UNINTERRUPTIBLE": ("TASK_UNINTERRUPTIBLE", None),
-	"INTERRUPTIBLE": ("TASK_INTERRUPTIBLE", "signal_pending(current)"),
-	"KILLABLE": ("TASK_KILLABLE", "fatal_signal_pending(current)"),
-	"INTERRUPTIBLE|FREEZABLE": ("TASK_INTERRUPTIBLE | TASK_FREEZABLE", "signal_pending(current)"),
-	"IDLE": ("TASK_IDLE", None),
-}
-
 REPORT_ONLY = {
 	"locked": "the condition runs with %s held, so a sleep there is a sleep in atomic context, and "
 		  "add_wait_queue() would self-deadlock on the held lock; wait_woken() does not fix this: "
@@ -747,7 +738,7 @@ class Fixer:
 		taken, _ = self.taken_names(ft, pos)
 		taken |= set(x for a in args for x in idents(a))
 		ind = indent_at(t, ctx["stmt"])
-		state, sig = STATE.get(v["state"], (None, None))
+		state, sig = self.kn.states.get(v["state"], (None, None))
 		if v["state"] == "state":
 			state = args[2]
 			sig = "signal_pending_state(%s, current)" % state
@@ -1084,17 +1075,12 @@ class Fixer:
 			return kw.start(), o, match_close(m, o)
 		return None
 
-	SCHED = ("schedule", "schedule_timeout", "io_schedule", "io_schedule_timeout", "freezable_schedule",
-		 "freezable_schedule_timeout", "schedule_hrtimeout", "schedule_hrtimeout_range",
-		 "schedule_timeout_interruptible", "schedule_timeout_uninterruptible", "schedule_timeout_killable",
-		 "schedule_timeout_idle", "schedule_preempt_disabled")
-
 	def replace_schedules(self, ft, u, rel, s, e, entry, state, what):
 		"""schedule() -> wait_woken() in m[s:e].  Returns how many."""
 		t, m = ft.t, ft.m
 		n = 0
-		for name, pos, po, pc in self.calls_in(ft, s, e, self.SCHED):
-			if name not in ("schedule", "schedule_timeout"):
+		for name, pos, po, pc in self.calls_in(ft, s, e, list(self.kn.schedulers)):
+			if not self.kn.schedulers[name]:
 				raise Refuse("manual", "the loop sleeps in %s(), which has no wait_woken() form" % name)
 			ls, le, lv = self.statement(ft, pos, pc, name)
 			ind = indent_at(t, ls)
@@ -1128,7 +1114,7 @@ class Fixer:
 		rel, ft, t, m, o, c = self.loop_site(f)
 		if f["primitive"] == "prepare_to_wait_event":
 			raise Refuse("manual", "prepare_to_wait_event() returns the signal state; convert by hand")
-		preps = self.calls_in(ft, o, c, ["prepare_to_wait", "prepare_to_wait_exclusive", "prepare_to_wait_event"])
+		preps = self.calls_in(ft, o, c, sorted(self.kn.words.prepare))
 		fins = self.calls_in(ft, o, c, ["finish_wait"])
 		sig = None
 		for name, p, po, pc in preps:

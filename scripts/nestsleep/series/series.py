@@ -258,15 +258,13 @@ def _obj_symbol(text, target, seen):
 # ---------------------------------------------------------------------------
 # Changelogs
 
-STATE_OF = {
-	"UNINTERRUPTIBLE": "TASK_UNINTERRUPTIBLE", "INTERRUPTIBLE": "TASK_INTERRUPTIBLE",
-	"KILLABLE": "TASK_KILLABLE", "INTERRUPTIBLE|FREEZABLE": "TASK_INTERRUPTIBLE | TASK_FREEZABLE",
-	"IDLE": "TASK_IDLE",
-}
-
-
 def waiters():
 	return Knowledge().waiters
+
+
+def task_state(name):
+	"""The TASK_* expression of a waiters-table state name."""
+	return Knowledge().states.get(name, ("a sleeping state",))[0]
 
 
 def chain_text(chain):
@@ -313,7 +311,7 @@ def problem_paragraph(fs, table):
 	func = f["function"]
 	prim = f["primitive"]
 	v = table.get(prim)
-	state = STATE_OF.get(v["state"], "a sleeping state") if v else "a sleeping state"
+	state = task_state(v["state"]) if v else "a sleeping state"
 	if f["shape"] == "wait_event":
 		part = "cmd" if f.get("role") == "cmd" else "condition"
 		head = ("%s() waits with %s(). Its %s runs after the task state has been set to %s, and it "
