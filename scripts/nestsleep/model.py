@@ -60,3 +60,51 @@ class Witness:
 
 	def better_than(self, other: Optional["Witness"]) -> bool:
 		return other is None or self.order() < other.order()
+
+
+@dataclasses.dataclass(frozen=True)
+class Site:
+	"""One candidate call in a wait's non-running window, as the rule
+	reports it (cocci/nested_sleep.cocci ns_record(); match.py).  shape is
+	how the wait is written: wait_event (site is the macro; role says
+	whether the call is in its condition or its cmd, argn which argument),
+	prepare_to_wait, set_current_state (state is the state set) or
+	carried_state (a helper returned with the state set).  line/col/colend
+	locate the wait, cline/ccol the call; kind is 'call' or 'member' (a call
+	through base->call)."""
+	shape: str
+	site: str
+	file: str
+	line: int
+	col: int
+	colend: int
+	func: str
+	call: str
+	kind: str
+	base: str
+	cline: int
+	ccol: int
+	args: str = ""
+	role: str = ""
+	locked: str = ""
+	state: str = ""
+	argn: int = -1
+	stmt_expr: bool = False
+
+	@classmethod
+	def from_rec(cls, rec):
+		"""A Site from the rule's JSON record (cached as a dict)."""
+		names = set(f.name for f in dataclasses.fields(cls))
+		return cls(**{k: v for k, v in rec.items() if k in names})
+
+
+@dataclasses.dataclass(frozen=True)
+class SitePath:
+	"""One sleeping path of a finding: the Site's call and its Witness,
+	with the penalty the wait's shape adds and locs starting at the call."""
+	site: Site
+	chain: Tuple[str, ...]
+	effect: str
+	group: str
+	penalty: int
+	locs: Tuple[Loc, ...]

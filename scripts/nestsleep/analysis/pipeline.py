@@ -46,7 +46,7 @@ from nestsleep.analysis.waiters import derive_waiters, specialize_rule
 from nestsleep.cache import Cache
 from nestsleep.common import UserError, log, sha1
 from nestsleep.knowledge import Knowledge
-from nestsleep.model import FileFlag
+from nestsleep.model import FileFlag, Site, SitePath
 
 
 @dataclasses.dataclass
@@ -278,18 +278,19 @@ def analyse(a, ext):
 	ana.nodes, ana.summary = {}, {}
 	recs = [r for rel in targets for r in results[rel]["recs"]]
 	recs += stmt_expr_records(tree, facts, kn, waiters, targets, recs)
+	sites = [Site.from_rec(r) for r in recs]
 	roots = []
 	site_targets = []
-	for r in recs:
-		c = {"name": r["call"], "line": r["cline"]}
-		if r["kind"] == "member":
+	for r in sites:
+		c = {"name": r.call, "line": r.cline}
+		if r.kind == "member":
 			c["kind"] = "member"
-			c["base"] = r["base"]
-		elif r["call"] in kn.gfp_arg:
-			c["args"] = [x.strip() for x in split_args_text(r["args"])]
-		if r["call"] in kn.guard_calls:
-			c["guard"] = split_args_text(r["args"])[0] if r["args"] else ""
-		tg = ana.call_targets(c, r["file"], r["func"])
+			c["base"] = r.base
+		elif r.call in kn.gfp_arg:
+			c["args"] = [x.strip() for x in split_args_text(r.args)]
+		if r.call in kn.guard_calls:
+			c["guard"] = split_args_text(r.args)[0] if r.args else ""
+		tg = ana.call_targets(c, r.file, r.func)
 		site_targets.append((r, c, tg))
 		roots += tg.nodes
 	ana.expand(roots)
@@ -298,22 +299,21 @@ def analyse(a, ext):
 
 	findings = {}
 	for r, c, tg in site_targets:
-		w = ana.witness(c, tg, ana.summary, r["file"])
+		w = ana.witness(c, tg, ana.summary, r.file)
 		if w is None:
 			continue
-		key = (r["file"], r["line"], r["col"], r["colend"])
-		chain, effect, group, pen = list(w.chain), w.effect, w.group, w.penalty
-		shape = r["shape"]
+		key = (r.file, r.line, r.col, r.colend)
+		pen = w.penalty
+		shape = r.shape
 		if shape == "carried_state":
 			pen = max(pen, 1)
-		if shape in ("set_current_state", "prepare_to_wait", "carried_state") and group == "schedule":
+		if shape in ("set_current_state", "prepare_to_wait", "carried_state") and w.group == "schedule":
 			pen = max(pen, 3)
-		locs = [(r["file"], r["cline"])] + list(w.locs[1:])
-		findings.setdefault(key, []).append({"rec": r, "chain": chain, "effect": effect,
-						     "group": group, "penalty": pen, "locs": locs})
+		locs = ((r.file, r.cline),) + w.locs[1:]
+		findings.setdefault(key, []).append(SitePath(r, w.chain, w.effect, w.group, pen, locs))
 	out = []
 	for key in sorted(findings):
-		paths = sorted(findings[key], key=lambda p: (p["penalty"], p["rec"]["cline"], p["rec"]["ccol"]))
+		paths = sorted(findings[key], key=lambda p: (p.penalty, p.site.cline, p.site.ccol))
 		out.append(make_finding(key, paths, kn))
 	cov = {"files": len(targets), "parsed": matcher.parsed, "failed": sorted(matcher.failed),
 	       "timeout": sorted(matcher.timedout)}

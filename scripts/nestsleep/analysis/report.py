@@ -14,15 +14,16 @@ from nestsleep.fix import fixer
 
 
 def describe_site(r):
-	if r["shape"] == "wait_event":
-		if r.get("role") == "cmd":
-			return "in the cmd of %s(), which runs before schedule()" % r["site"]
-		return "in the condition of %s()" % r["site"]
-	if r["shape"] == "prepare_to_wait":
-		return "between %s() and schedule()" % r["site"]
-	if r["shape"] == "set_current_state":
-		return "between %s(%s) and schedule()" % (r["site"], r.get("state", "").replace(" ", ""))
-	return "while the task state set in %s() is still non-running" % r["site"]
+	"""Where in its wait the call of Site r is, for the message."""
+	if r.shape == "wait_event":
+		if r.role == "cmd":
+			return "in the cmd of %s(), which runs before schedule()" % r.site
+		return "in the condition of %s()" % r.site
+	if r.shape == "prepare_to_wait":
+		return "between %s() and schedule()" % r.site
+	if r.shape == "set_current_state":
+		return "between %s(%s) and schedule()" % (r.site, r.state.replace(" ", ""))
+	return "while the task state set in %s() is still non-running" % r.site
 
 
 EFFECT_TEXT = {"warns": "warns", "silent": "resets the task state silently"}
@@ -34,38 +35,40 @@ def fingerprint(rel, func, primitive, chain):
 
 
 def make_finding(key, paths, kn):
+	"""The finding (a findings.json record) of the wait at key, from its
+	SitePaths, best first."""
 	first = paths[0]
-	r = first["rec"]
-	pen = first["penalty"]
+	r = first.site
+	pen = first.penalty
 	conf = confidence(pen)
 	seen = []
 	for p in paths:
-		txt = "%s (%s)" % (" -> ".join(p["chain"]), EFFECT_TEXT[p["effect"]])
+		txt = "%s (%s)" % (" -> ".join(p.chain), EFFECT_TEXT[p.effect])
 		if txt not in seen:
 			seen.append(txt)
 	where = describe_site(r)
-	if r.get("locked"):
+	if r.locked:
 		kind = "sleep_in_atomic"
 		msg = "ERROR: sleep in atomic context: %s() may sleep %s, which runs under spinlock %s" % (
-			r["call"], where, r["locked"])
+			r.call, where, r.locked)
 	else:
 		kind = "nested_sleep"
-		msg = "WARNING: nested sleep: %s() may sleep %s" % (r["call"], where)
-		if r["shape"] != "wait_event" or r["cline"] != r["line"]:
-			msg += " on line %d" % r["cline"]
+		msg = "WARNING: nested sleep: %s() may sleep %s" % (r.call, where)
+		if r.shape != "wait_event" or r.cline != r.line:
+			msg += " on line %d" % r.cline
 	msg += " (%s)" % "; ".join(seen)
 	msg += " [confidence: %s]" % conf
 	return {
-		"fingerprint": fingerprint(key[0], r["func"], r["site"], first["chain"]),
+		"fingerprint": fingerprint(key[0], r.func, r.site, first.chain),
 		"file": key[0], "line": key[1], "col": key[2], "colend": key[3],
-		"function": r["func"], "shape": r["shape"], "primitive": r["site"],
-		"role": r.get("role", ""), "locked": r.get("locked", ""), "kind": kind,
-		"call": r["call"], "call_line": r["cline"], "effect": first["effect"],
-		"group": first["group"], "chain": first["chain"], "confidence": conf,
-		"chain_locs": ["%s:%d" % l for l in first["locs"]],
-		"paths": [{"call": p["rec"]["call"], "line": p["rec"]["cline"], "col": p["rec"]["ccol"], "chain": p["chain"],
-			   "chain_locs": ["%s:%d" % l for l in p["locs"]],
-			   "effect": p["effect"], "confidence": confidence(p["penalty"])} for p in paths],
+		"function": r.func, "shape": r.shape, "primitive": r.site,
+		"role": r.role, "locked": r.locked, "kind": kind,
+		"call": r.call, "call_line": r.cline, "effect": first.effect,
+		"group": first.group, "chain": list(first.chain), "confidence": conf,
+		"chain_locs": ["%s:%d" % l for l in first.locs],
+		"paths": [{"call": p.site.call, "line": p.site.cline, "col": p.site.ccol, "chain": list(p.chain),
+			   "chain_locs": ["%s:%d" % l for l in p.locs],
+			   "effect": p.effect, "confidence": confidence(p.penalty)} for p in paths],
 		"message": msg,
 	}
 
