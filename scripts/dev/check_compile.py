@@ -67,7 +67,6 @@ from nestsleep import TOP, cache_dir
 from nestsleep import ktree
 from nestsleep.analysis import pipeline
 
-PY = "/usr/bin/python3"
 FIXTURES = os.path.join(TOP, "fixtures", "realcompile")
 CACHE = cache_dir()
 KTREE = os.path.join(CACHE, "linux-source-6.1")
@@ -510,168 +509,237 @@ def checkpatch(mail):
 
 # ---- one case ---------------------------------------------------------------
 
-def run_case(case, ktap, scratch, build_error, fast, verbose, keep, times):
-	name = "%s/%%s" % case.name
-	done = {}
+class CaseRun:
+	"""The state of one case's steps, and the steps that print its KTAP results."""
 
-	def res(step, ok, detail="", skip=""):
-		done[step] = ok and not skip
-		ktap.result(name % step, ok, detail, skip)
+	def __init__(self, case, ktap, scratch, build_error, fast, verbose, times):
+		self.case = case
+		self.ktap = ktap
+		self.scratch = scratch
+		self.build_error = build_error
+		self.fast = fast
+		self.verbose = verbose
+		self.times = times
+		self.name = "%s/%%s" % case.name
+		self.done = {}
+		self.diff = ""
+		self.fix = {}
+		self.patch_error = ""
+		self.fix_files = []
+		self.build_files = []
+		self.base = None
+		self.base_msg = ""
 
-	def skip_rest(reason):
+	def res(self, step, ok, detail="", skip=""):
+		"""Prints the KTAP result of one step of the case."""
+		self.done[step] = ok and not skip
+		self.ktap.result(self.name % step, ok, detail, skip)
+
+	def skip_rest(self, reason):
+		"""Prints a skipped result for every step not printed yet."""
 		for s in STEPS:
-			if s not in done:
-				res(s, True, skip=reason)
+			if s not in self.done:
+				self.res(s, True, skip=reason)
 
-	if case.error:
-		res("applies", False, case.error)
-		skip_rest("bad fixture")
-		return
-	diag("%s: %s in %s() of %s; reverts %s" % (case.name, case.kind, case.function, case.file, case.reverts))
-	scratch.restore(also=case.files)
-	t0 = time.time()
-	try:
-		# applies
+	def run_steps(self):
+		"""Runs the steps in order, on a scratch tree that the caller restores."""
+		if not self.step_applies():
+			return
+		self.step_detected()
+		self.make_fix()
+		self.build_baseline()
+		self.step_patched()
+		self.step_unfixed_builds()
+		self.step_compiles()
+		if self.patch_error:
+			for s in ("checkpatch", "quiet", "idempotent"):
+				self.res(s, True, skip="no patch")
+			return
+		self.step_checkpatch()
+		self.step_quiet()
+		self.step_idempotent()
+
+	def step_applies(self):
+		"""The applies step: applies the unfix patch; False when the case stops."""
+		case = self.case
 		missing = [f for f in case.files if not os.path.isfile(os.path.join(SRC, f))]
 		if missing:
-			res("applies", False, "not in the tree: %s" % ", ".join(missing))
-			skip_rest("the unfix patch does not apply")
-			return
+			self.res("applies", False, "not in the tree: %s" % ", ".join(missing))
+			self.skip_rest("the unfix patch does not apply")
+			return False
 		ok, out = apply_patch(case.text, dry=True)
 		if ok:
-			scratch.mark(case.files)
+			self.scratch.mark(case.files)
 			ok, out = apply_patch(case.text, dry=False)
 		if not ok:
-			res("applies", False, "patch -p1 -F0 %s:\n%s" % (os.path.relpath(case.path, TOP), tail(out)))
-			skip_rest("the unfix patch does not apply")
-			return
-		scratch.check_links(case.files)
-		res("applies", True)
+			self.res("applies", False, "patch -p1 -F0 %s:\n%s" % (os.path.relpath(case.path, TOP), tail(out)))
+			self.skip_rest("the unfix patch does not apply")
+			return False
+		self.scratch.check_links(case.files)
+		self.res("applies", True)
+		return True
 
-		# detected
-		rc, out, err, findings = nestsleep([case.file], "report", verbose)
+	def step_detected(self):
+		"""The detected step: MODE=report finds the function, with the case's kind."""
+		case = self.case
+		rc, out, err, findings = nestsleep([case.file], "report", self.verbose)
 		hits = [f for f in findings if in_function(f, case)]
 		lines = [l for l in out.splitlines() if l.startswith(case.file + ":")]
 		if rc != 0 or not hits:
-			res("detected", False, "nestsleep coccicheck --mode report --only %s (exit %d): no finding in %s()\n%s" % (
+			self.res("detected", False, "nestsleep coccicheck --mode report --only %s (exit %d): no finding in %s()\n%s" % (
 				case.file, rc, case.function, "\n".join(lines) or tail(err)))
+			return
+		shapes = sorted(set(f.get("shape", "") for f in hits))
+		detail = "\n".join(f.get("message", "") for f in hits)
+		if case.kind not in shapes:
+			self.res("detected", False, "found, but as %s, not %s:\n%s" % ("/".join(shapes), case.kind, detail))
 		else:
-			shapes = sorted(set(f.get("shape", "") for f in hits))
-			detail = "\n".join(f.get("message", "") for f in hits)
-			if case.kind not in shapes:
-				res("detected", False, "found, but as %s, not %s:\n%s" % ("/".join(shapes), case.kind, detail))
-			else:
-				res("detected", True, detail if verbose else "")
+			self.res("detected", True, detail if self.verbose else "")
 
-		# patched (the diff is made now, applied after the baseline build)
-		rc, diff, err, findings = nestsleep([case.file], "patch", verbose)
+	def make_fix(self):
+		"""Makes the MODE=patch diff and dry-runs it; it is applied after the baseline build."""
+		case = self.case
+		rc, diff, err, findings = nestsleep([case.file], "patch", self.verbose)
 		fix = {}
 		for f in findings:
 			if in_function(f, case) and (f.get("fix") or {}).get("status") == "patch":
 				fix = f["fix"]
-		patch_error = ""
-		if rc != 0:
-			patch_error = "nestsleep coccicheck --mode patch --only %s exits %d: %s" % (case.file, rc, tail(err, 3))
-		elif not diff.strip():
-			reasons = ["%s: %s" % ((f.get("fix") or {}).get("status", "?"), (f.get("fix") or {}).get("reason", "?"))
-				   for f in findings if in_function(f, case)]
-			patch_error = "MODE=patch gives an empty diff; the finding's fix: %s" % ("; ".join(reasons) or "none")
-		elif not fix:
-			patch_error = "the diff has no fix for %s() (fix statuses: %s)" % (case.function, ", ".join(
-				sorted(set(str((f.get("fix") or {}).get("status")) for f in findings if in_function(f, case)))))
-		elif fix.get("kind") and fix["kind"] != case.kind:
-			patch_error = "the fix is a %s rewrite, the fixture wants %s" % (fix["kind"], case.kind)
+		patch_error = self.fix_error(rc, diff, err, findings, fix)
 		fix_files = diff_files(diff) if not patch_error else []
 		if not patch_error:
 			ok, out = apply_patch(diff, dry=True)
 			if not ok:
 				patch_error = "the generated diff does not apply with patch -p1 -F0:\n%s" % tail(out)
-		build_files = list(case.files) + [f for f in fix_files if f not in case.files]
+		self.diff = diff
+		self.fix = fix
+		self.patch_error = patch_error
+		self.fix_files = fix_files
+		self.build_files = list(case.files) + [f for f in fix_files if f not in case.files]
 
-		# unfixed-builds: the baseline, before the fix is applied
-		base = None
-		if fast:
-			pass
-		elif build_error:
-			pass
-		else:
-			ok, msg, warns, secs = compile_objects(build_files, verbose)
-			times.setdefault("unfixed", []).append(secs)
-			base = warns if ok else None
-			base_msg = msg
+	def fix_error(self, rc, diff, err, findings, fix):
+		"""Why the MODE=patch output is no fix of the case's function, or ""."""
+		case = self.case
+		if rc != 0:
+			return "nestsleep coccicheck --mode patch --only %s exits %d: %s" % (case.file, rc, tail(err, 3))
+		if not diff.strip():
+			reasons = ["%s: %s" % ((f.get("fix") or {}).get("status", "?"), (f.get("fix") or {}).get("reason", "?"))
+				   for f in findings if in_function(f, case)]
+			return "MODE=patch gives an empty diff; the finding's fix: %s" % ("; ".join(reasons) or "none")
+		if not fix:
+			return "the diff has no fix for %s() (fix statuses: %s)" % (case.function, ", ".join(
+				sorted(set(str((f.get("fix") or {}).get("status")) for f in findings if in_function(f, case)))))
+		if fix.get("kind") and fix["kind"] != case.kind:
+			return "the fix is a %s rewrite, the fixture wants %s" % (fix["kind"], case.kind)
+		return ""
 
-		if patch_error:
-			res("patched", False, patch_error)
-		else:
-			scratch.mark(fix_files)
-			ok, out = apply_patch(diff, dry=False)
-			if not ok:
-				res("patched", False, "the generated diff does not apply:\n%s" % tail(out))
-				patch_error = "not applied"
-			else:
-				scratch.check_links(fix_files)
-				detail = "fix: %s, confidence %s; files: %s; wakers: %s" % (
-					fix.get("kind"), fix.get("confidence"), ", ".join(fix_files),
-					", ".join(str(w) for w in fix.get("wakers") or []) or "none")
-				res("patched", True, detail if verbose else "")
-		if fast:
-			res("unfixed-builds", True, skip="--fast: no kernel build")
-		elif build_error:
-			res("unfixed-builds", False, build_error)
-		else:
-			res("unfixed-builds", base is not None, base_msg)
-
-		# compiles, sparse
-		if fast:
-			res("compiles", True, skip="--fast: no kernel build")
-			res("sparse", True, skip="--fast: no kernel build")
-		elif build_error:
-			res("compiles", True, skip="the build directory is not ready")
-			res("sparse", True, skip="the build directory is not ready")
-		elif patch_error:
-			res("compiles", True, skip="no patch to compile")
-			res("sparse", True, skip="no patch to compile")
-		else:
-			ok, msg, warns, secs = compile_objects(build_files, verbose)
-			times.setdefault("patched", []).append(secs)
-			res("compiles", ok, msg)
-			if not ok:
-				res("sparse", True, skip="the patched objects do not compile")
-			elif base is None:
-				res("sparse", True, skip="no baseline: the unfixed objects do not compile")
-			else:
-				new = warns - base
-				if new:
-					res("sparse", False, "new sparse warnings after the patch:\n" + "\n".join(
-						"%s (x%d)" % (format_warn(w), n) if n > 1 else format_warn(w)
-						for w, n in sorted(new.items())))
-				else:
-					res("sparse", True, "sparse: %d warnings before, %d after, none new" % (
-						sum(base.values()), sum(warns.values())) if verbose else "")
-
-		if patch_error:
-			for s in ("checkpatch", "quiet", "idempotent"):
-				res(s, True, skip="no patch")
+	def build_baseline(self):
+		"""Compiles the unfixed objects (the baseline), unless --fast or the build is not ready."""
+		if self.fast or self.build_error:
 			return
+		ok, msg, warns, secs = compile_objects(self.build_files, self.verbose)
+		self.times.setdefault("unfixed", []).append(secs)
+		self.base = warns if ok else None
+		self.base_msg = msg
 
-		# checkpatch
-		ok, msg = checkpatch(as_mail(case, fix, diff))
-		res("checkpatch", ok, "" if ok else msg)
+	def step_patched(self):
+		"""The patched step: applies the generated diff."""
+		if self.patch_error:
+			self.res("patched", False, self.patch_error)
+			return
+		self.scratch.mark(self.fix_files)
+		ok, out = apply_patch(self.diff, dry=False)
+		if not ok:
+			self.res("patched", False, "the generated diff does not apply:\n%s" % tail(out))
+			self.patch_error = "not applied"
+			return
+		self.scratch.check_links(self.fix_files)
+		fix = self.fix
+		detail = "fix: %s, confidence %s; files: %s; wakers: %s" % (
+			fix.get("kind"), fix.get("confidence"), ", ".join(self.fix_files),
+			", ".join(str(w) for w in fix.get("wakers") or []) or "none")
+		self.res("patched", True, detail if self.verbose else "")
 
-		# quiet, idempotent
-		rc, out, err, findings = nestsleep([case.file], "report", verbose)
+	def step_unfixed_builds(self):
+		"""The unfixed-builds step: the result of the baseline build."""
+		if self.fast:
+			self.res("unfixed-builds", True, skip="--fast: no kernel build")
+		elif self.build_error:
+			self.res("unfixed-builds", False, self.build_error)
+		else:
+			self.res("unfixed-builds", self.base is not None, self.base_msg)
+
+	def step_compiles(self):
+		"""The compiles and sparse steps: builds the patched objects."""
+		if self.fast:
+			self.res("compiles", True, skip="--fast: no kernel build")
+			self.res("sparse", True, skip="--fast: no kernel build")
+		elif self.build_error:
+			self.res("compiles", True, skip="the build directory is not ready")
+			self.res("sparse", True, skip="the build directory is not ready")
+		elif self.patch_error:
+			self.res("compiles", True, skip="no patch to compile")
+			self.res("sparse", True, skip="no patch to compile")
+		else:
+			ok, msg, warns, secs = compile_objects(self.build_files, self.verbose)
+			self.times.setdefault("patched", []).append(secs)
+			self.res("compiles", ok, msg)
+			self.step_sparse(ok, warns)
+
+	def step_sparse(self, ok, warns):
+		"""The sparse step: no sparse warning that the baseline lacks."""
+		base = self.base
+		if not ok:
+			self.res("sparse", True, skip="the patched objects do not compile")
+		elif base is None:
+			self.res("sparse", True, skip="no baseline: the unfixed objects do not compile")
+		else:
+			new = warns - base
+			if new:
+				self.res("sparse", False, "new sparse warnings after the patch:\n" + "\n".join(
+					"%s (x%d)" % (format_warn(w), n) if n > 1 else format_warn(w)
+					for w, n in sorted(new.items())))
+			else:
+				self.res("sparse", True, "sparse: %d warnings before, %d after, none new" % (
+					sum(base.values()), sum(warns.values())) if self.verbose else "")
+
+	def step_checkpatch(self):
+		"""The checkpatch step: the diff, as a mail, passes checkpatch.pl."""
+		ok, msg = checkpatch(as_mail(self.case, self.fix, self.diff))
+		self.res("checkpatch", ok, "" if ok else msg)
+
+	def step_quiet(self):
+		"""The quiet step: the patched function is not reported."""
+		case = self.case
+		rc, out, err, findings = nestsleep([case.file], "report", self.verbose)
 		left = [f for f in findings if in_function(f, case)]
 		if rc != 0:
-			res("quiet", False, "nestsleep.py --mode report on the patched tree exits %d: %s" % (rc, tail(err, 3)))
+			self.res("quiet", False, "nestsleep.py --mode report on the patched tree exits %d: %s" % (rc, tail(err, 3)))
 		else:
-			res("quiet", not left, "still reported after the patch:\n" + "\n".join(
+			self.res("quiet", not left, "still reported after the patch:\n" + "\n".join(
 				f.get("message", "") for f in left) if left else "")
-		rc, out, err, findings = nestsleep([case.file], "patch", verbose)
+
+	def step_idempotent(self):
+		"""The idempotent step: a second MODE=patch prints an empty diff."""
+		rc, out, err, findings = nestsleep([self.case.file], "patch", self.verbose)
 		if rc != 0:
-			res("idempotent", False, "a second MODE=patch exits %d: %s" % (rc, tail(err, 3)))
+			self.res("idempotent", False, "a second MODE=patch exits %d: %s" % (rc, tail(err, 3)))
 		else:
-			res("idempotent", not out.strip(), "a second MODE=patch is not empty:\n" + tail(out, 30)
-			    if out.strip() else "")
+			self.res("idempotent", not out.strip(), "a second MODE=patch is not empty:\n" + tail(out, 30)
+				 if out.strip() else "")
+
+
+def run_case(case, ktap, scratch, build_error, fast, verbose, keep, times):
+	"""Runs one case's steps and prints a KTAP result for each."""
+	run = CaseRun(case, ktap, scratch, build_error, fast, verbose, times)
+	if case.error:
+		run.res("applies", False, case.error)
+		run.skip_rest("bad fixture")
+		return
+	diag("%s: %s in %s() of %s; reverts %s" % (case.name, case.kind, case.function, case.file, case.reverts))
+	scratch.restore(also=case.files)
+	t0 = time.time()
+	try:
+		run.run_steps()
 	finally:
 		if not keep:
 			scratch.restore()
