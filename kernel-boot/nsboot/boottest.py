@@ -45,7 +45,7 @@ from nestsleep.series import series
 from nsboot import HARNESS, cache_root
 from nsboot import config as nsboot_config
 from nsboot import kernel as nsboot_kernel
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 
 
@@ -232,63 +232,56 @@ def syms_of(p: dict) -> List[str]:
 	return sorted(bare(s) for s in p['kconfig'])
 
 
-def main(ns) -> int:
-	out = os.path.abspath(ns.patches or '')
-	sp = os.path.join(out, 'series.json')
-	if not ns.patches or not os.path.isfile(sp):
-		print('nsboot: boottest: PATCHES= must name a directory written by make fixes (no %s)' % sp,
-		      file=sys.stderr)
-		return 2
-	kdir = os.path.realpath(ns.kdir)
-	if not os.path.isfile(os.path.join(kdir, 'Makefile')):
-		print('nsboot: boottest: no kernel tree at %s' % ns.kdir, file=sys.stderr)
-		return 2
-	with open(sp) as f:
-		man = json.load(f)
+def select_patches(ns, man: dict) -> List[dict]:
+	"""The patches of series.json that --only and --max select."""
 	patches = [p for s in man['series'] for p in s['patches']]
 	if ns.only:
 		subs = [x for x in ns.only.split(',') if x]
 		patches = [p for p in patches if any(x in p['unit'] or x in p['patch'] for x in subs)]
 	if ns.max:
 		patches = patches[:ns.max]
-	if not patches:
-		print('nsboot: boottest: no patch selected', file=sys.stderr)
-		return 2
-	for p in patches:
-		if not os.path.isfile(os.path.join(out, p['patch'])):
-			print('nsboot: boottest: %s is listed in series.json but missing' % p['patch'], file=sys.stderr)
-			return 2
-	# kernel builds use both cores: one at a time, with the other
-	# kernel-building checks of this project (scripts/dev/check_compile.py)
+	return patches
+
+
+def kbuild_lock_path() -> str:
+	"""The lock file shared by every kernel build of this project; its directory is created."""
 	lock_path = os.path.join(os.path.dirname(cache_root()), 'kbuild.lock')
 	os.makedirs(os.path.dirname(lock_path), exist_ok=True)
-	lockf = open(lock_path, 'w')
+	return lock_path
+
+
+def take_lock(lockf, lock_path: str) -> None:
+	"""Lock lockf exclusively, saying so when another kernel build holds it."""
 	try:
 		fcntl.flock(lockf, fcntl.LOCK_EX | fcntl.LOCK_NB)
 	except OSError:
 		log('waiting for %s (another kernel build is running)' % lock_path)
 		fcntl.flock(lockf, fcntl.LOCK_EX)
-	scratch = os.path.join(cache_root(), 'boottest-tree')
+
+
+def make_scratch(kdir: str, scratch: str) -> str:
+	"""A fresh hard-link copy of kdir in scratch; an error message, or ''."""
 	if os.path.isdir(scratch):
 		shutil.rmtree(scratch)
 	os.makedirs(os.path.dirname(scratch), exist_ok=True)
 	log('hard-link copy of %s in %s' % (kdir, scratch))
-	err = ktree.scratch_copy(kdir, scratch)
-	if err:
-		print('nsboot: boottest: ' + err, file=sys.stderr)
-		return 1
-	bp = os.path.join(out, 'boottest.json')
+	return ktree.scratch_copy(kdir, scratch)
+
+
+def load_results(bp: str) -> Dict[str, dict]:
+	"""The results already in boottest.json, if there is one."""
 	results: Dict[str, dict] = {}
 	if os.path.isfile(bp):
 		with open(bp) as f:
 			results = json.load(f).get('results', {})
+	return results
 
-	# configurations: (label, requested symbols, patches)
+
+def plan_configs(ns, scratch: str, patches: List[dict], all_ex: List[dict],
+		 results: Dict[str, dict]) -> List[Tuple[str, List[str], List[dict]]]:
+	"""The configurations to build, as (label, requested symbols, patches);
+	the patches whose symbols cannot be enabled go to results as config failures."""
 	configs: List[Tuple[str, List[str], List[dict]]] = []
-	all_ex = exercisers()
-	# functions with a finding of their own in this series: a splat in them
-	# that the baseline happened not to show is a known bug, not the patch's
-	known_fns = set(p['unit'].rsplit(':', 1)[1] for s in man['series'] for p in s['patches'])
 	if ns.share:
 		wanted = sorted(set(s for p in patches for s in syms_of(p)) |
 				set(x for e in exercisers_for(patches, all_ex) for x in e['needs']))
@@ -314,81 +307,172 @@ def main(ns) -> int:
 					config_failed(results, p, blocked_by(p, bad))
 			else:
 				configs.append((key, syms, ps))
+	return configs
+
+
+def boot_baseline(ns, scratch: str, label: str, syms: List[str], ps: List[dict],
+		  all_ex: List[dict]) -> Tuple[List[dict], str, dict]:
+	"""(exercisers, test script, baseline result) of one configuration, booted unpatched."""
+	log('configuration [%s]: %d patch(es), %d symbols: %s' % (label, len(ps), len(syms), ' '.join(syms)))
+	exs = exercisers_for(ps, all_ex)
+	script = ''
+	if exs:
+		script = wrapper_script(os.path.join(cache_root(), 'boottest-exercise-%s.sh' % label[:40].replace(' ', '_')), exs)
+		log('exercisers for [%s]: %s' % (label, ', '.join(e['name'] for e in exs)))
+	base = nsboot_run(ns, scratch, syms, os.path.join(cache_root(), 'boottest-baseline.json'), script)
+	return exs, script, base
+
+
+def patch_record(p: dict, ps: List[dict], syms: List[str], base: dict) -> dict:
+	"""The start of one patch's result: its configuration and the baseline boot."""
+	bstat = base.get('status', 'NO_RESULT')
+	units = [q['unit'] for q in ps]
+	return {'config': config_label(p),
+		'resolved': ' '.join(syms),
+		'shared_build': ('one build dir and baseline for %d patches: %s' % (len(ps), ', '.join(units)))
+		if len(ps) > 1 else 'own build dir',
+		'baseline': bstat, 'baseline_s': base['_elapsed_s'],
+		'baseline_splats': splat_titles(base),
+		'exercised': False, 'note': 'booted, patched code not exercised'}
+
+
+def baseline_failed(rec: dict, base: dict) -> None:
+	"""Mark rec as not run because the unpatched kernel did not boot."""
+	bstat = base.get('status', 'NO_RESULT')
+	stage = base.get('stages', {})
+	rec.update(status='config failed' if bstat == 'CONFIG_FAILURE' else 'baseline failed',
+		   build='not run', boot='not run', reason=base.get('reason', base['_tail'][-400:]),
+		   stages={k: v.get('status') for k, v in stage.items()})
+
+
+def record(results: Dict[str, dict], p: dict, rec: dict) -> None:
+	"""Store rec as the result of each of p's findings and log its status."""
+	for fp in p['fingerprints']:
+		results[fp] = rec
+	log('%s: %s' % (p['unit'], rec['status']))
+
+
+def boot_patched(ns, scratch: str, path: str, syms: List[str], script: str) -> Optional[dict]:
+	"""Boot the tree with the patch at path applied, then revert it; None when it cannot be reverted."""
+	try:
+		doc = nsboot_run(ns, scratch, syms, os.path.join(cache_root(), 'boottest-patch.json'), script)
+	finally:
+		rv = subprocess.run(['patch', '-p1', '-R', '-s', '--no-backup-if-mismatch', '-i', path],
+				    cwd=scratch, capture_output=True, text=True)
+		if rv.returncode != 0:
+			print('nsboot: boottest: cannot revert %s; stopping' % path, file=sys.stderr)
+			return None
+	return doc
+
+
+def note_exercise(rec: dict, ex: str, fn: str, before: List[str], after: List[str], tests: dict) -> bool:
+	"""Record what the exerciser ex showed in rec; False when the patched kernel still warns in fn."""
+	ran = tests.get('passed', 0) > 0 and not tests.get('failed') and not tests.get('crashed')
+	rec['exercised'] = ran
+	rec['exerciser'] = 'kernel-boot/exercise/%s.sh' % ex
+	rec['baseline_hits'], rec['patched_hits'] = before, after
+	if not ran:
+		rec['note'] = 'booted; the exerciser %s did not run to completion' % ex
+	elif after:
+		rec['note'] = 'exercised: the patched kernel still warns in %s(): %s' % (fn, '; '.join(after))
+		return False
+	elif before:
+		rec['note'] = ('exercised from the initramfs (%s): the unpatched kernel warned "%s"; '
+			       'the patched kernel did not' % (rec['exerciser'], before[0]))
+	else:
+		rec['note'] = ('exercised from the initramfs (%s), but the unpatched kernel did not '
+			       'warn in %s() either: no difference shown' % (rec['exerciser'], fn))
+	return True
+
+
+def judge_patched(rec: dict, p: dict, base: dict, doc: dict, exs: List[dict], known_fns: set) -> None:
+	"""Fill rec from the patched boot: build, boot, new splats and the exercisers' verdict."""
+	st = doc.get('status', 'NO_RESULT')
+	stages = doc.get('stages', {})
+	build_ok = stages.get('build', {}).get('status') == 'SUCCESS'
+	new, known = new_splats(base, doc, known_fns)
+	boot_ok = booted(doc) and not new
+	fn = p['unit'].rsplit(':', 1)[1]
+	mine = [e['name'] for e in exs if patch_file(p) in e['files']]
+	before, after = hits(base, fn), hits(doc, fn)
+	tests = (doc.get('boot') or {}).get('tests', {})
+	if mine and boot_ok:
+		boot_ok = note_exercise(rec, mine[0], fn, before, after, tests)
+	rec.update(status='ok' if boot_ok else ('build failed' if not build_ok else 'boot failed'),
+		   build='ok' if build_ok else 'failed', boot='ok' if booted(doc) else st.lower(),
+		   new_splats=new, known_splats=known, splats=splat_titles(doc), seconds=doc['_elapsed_s'],
+		   build_s=stages.get('build', {}).get('elapsed_s'), reason=doc.get('reason', ''))
+
+
+def try_patch(rec: dict, ns, scratch: str, path: str, syms: List[str], script: str,
+	      p: dict, base: dict, exs: List[dict], known_fns: set) -> bool:
+	"""Apply, boot, revert and judge one patch into rec; False when it cannot be reverted."""
+	ap = subprocess.run(['patch', '-p1', '-s', '--no-backup-if-mismatch', '-i', path], cwd=scratch,
+			    capture_output=True, text=True)
+	if ap.returncode != 0:
+		rec.update(status='does not apply', build='not run', boot='not run',
+			   reason=(ap.stdout + ap.stderr)[-400:])
+		return True
+	doc = boot_patched(ns, scratch, path, syms, script)
+	if doc is None:
+		return False
+	judge_patched(rec, p, base, doc, exs, known_fns)
+	return True
+
+
+def main(ns) -> int:
+	out = os.path.abspath(ns.patches or '')
+	sp = os.path.join(out, 'series.json')
+	if not ns.patches or not os.path.isfile(sp):
+		print('nsboot: boottest: PATCHES= must name a directory written by make fixes (no %s)' % sp,
+		      file=sys.stderr)
+		return 2
+	kdir = os.path.realpath(ns.kdir)
+	if not os.path.isfile(os.path.join(kdir, 'Makefile')):
+		print('nsboot: boottest: no kernel tree at %s' % ns.kdir, file=sys.stderr)
+		return 2
+	with open(sp) as f:
+		man = json.load(f)
+	patches = select_patches(ns, man)
+	if not patches:
+		print('nsboot: boottest: no patch selected', file=sys.stderr)
+		return 2
+	for p in patches:
+		if not os.path.isfile(os.path.join(out, p['patch'])):
+			print('nsboot: boottest: %s is listed in series.json but missing' % p['patch'], file=sys.stderr)
+			return 2
+	# kernel builds use both cores: one at a time, with the other
+	# kernel-building checks of this project (scripts/dev/check_compile.py);
+	# lockf stays open, and the lock held, until main returns
+	lock_path = kbuild_lock_path()
+	lockf = open(lock_path, 'w')
+	take_lock(lockf, lock_path)
+	scratch = os.path.join(cache_root(), 'boottest-tree')
+	err = make_scratch(kdir, scratch)
+	if err:
+		print('nsboot: boottest: ' + err, file=sys.stderr)
+		return 1
+	bp = os.path.join(out, 'boottest.json')
+	results = load_results(bp)
+
+	all_ex = exercisers()
+	# functions with a finding of their own in this series: a splat in them
+	# that the baseline happened not to show is a known bug, not the patch's
+	known_fns = set(p['unit'].rsplit(':', 1)[1] for s in man['series'] for p in s['patches'])
+	configs = plan_configs(ns, scratch, patches, all_ex, results)
 
 	for label, syms, ps in configs:
-		log('configuration [%s]: %d patch(es), %d symbols: %s' % (label, len(ps), len(syms), ' '.join(syms)))
-		exs = exercisers_for(ps, all_ex)
-		script = ''
-		if exs:
-			script = wrapper_script(os.path.join(cache_root(), 'boottest-exercise-%s.sh' % label[:40].replace(' ', '_')), exs)
-			log('exercisers for [%s]: %s' % (label, ', '.join(e['name'] for e in exs)))
-		base = nsboot_run(ns, scratch, syms, os.path.join(cache_root(), 'boottest-baseline.json'), script)
-		bstat = base.get('status', 'NO_RESULT')
-		units = [p['unit'] for p in ps]
+		exs, script, base = boot_baseline(ns, scratch, label, syms, ps, all_ex)
 		for p in ps:
-			rec = {'config': config_label(p),
-			       'resolved': ' '.join(syms),
-			       'shared_build': ('one build dir and baseline for %d patches: %s' % (len(ps), ', '.join(units)))
-			       if len(ps) > 1 else 'own build dir',
-			       'baseline': bstat, 'baseline_s': base['_elapsed_s'],
-			       'baseline_splats': splat_titles(base),
-			       'exercised': False, 'note': 'booted, patched code not exercised'}
+			rec = patch_record(p, ps, syms, base)
 			if not booted(base):
-				stage = base.get('stages', {})
-				rec.update(status='config failed' if bstat == 'CONFIG_FAILURE' else 'baseline failed',
-					   build='not run', boot='not run', reason=base.get('reason', base['_tail'][-400:]),
-					   stages={k: v.get('status') for k, v in stage.items()})
-				for fp in p['fingerprints']:
-					results[fp] = rec
-				log('%s: %s' % (p['unit'], rec['status']))
+				baseline_failed(rec, base)
+				record(results, p, rec)
 				continue
-			path = os.path.join(out, p['patch'])
-			ap = subprocess.run(['patch', '-p1', '-s', '--no-backup-if-mismatch', '-i', path], cwd=scratch,
-					    capture_output=True, text=True)
-			if ap.returncode != 0:
-				rec.update(status='does not apply', build='not run', boot='not run',
-					   reason=(ap.stdout + ap.stderr)[-400:])
-			else:
-				try:
-					doc = nsboot_run(ns, scratch, syms, os.path.join(cache_root(), 'boottest-patch.json'), script)
-				finally:
-					rv = subprocess.run(['patch', '-p1', '-R', '-s', '--no-backup-if-mismatch', '-i', path],
-							    cwd=scratch, capture_output=True, text=True)
-					if rv.returncode != 0:
-						print('nsboot: boottest: cannot revert %s; stopping' % path, file=sys.stderr)
-						return 1
-				st = doc.get('status', 'NO_RESULT')
-				stages = doc.get('stages', {})
-				build_ok = stages.get('build', {}).get('status') == 'SUCCESS'
-				new, known = new_splats(base, doc, known_fns)
-				boot_ok = booted(doc) and not new
-				fn = p['unit'].rsplit(':', 1)[1]
-				mine = [e['name'] for e in exs if patch_file(p) in e['files']]
-				before, after = hits(base, fn), hits(doc, fn)
-				tests = (doc.get('boot') or {}).get('tests', {})
-				if mine and boot_ok:
-					ran = tests.get('passed', 0) > 0 and not tests.get('failed') and not tests.get('crashed')
-					rec['exercised'] = ran
-					rec['exerciser'] = 'kernel-boot/exercise/%s.sh' % mine[0]
-					rec['baseline_hits'], rec['patched_hits'] = before, after
-					if not ran:
-						rec['note'] = 'booted; the exerciser %s did not run to completion' % mine[0]
-					elif after:
-						boot_ok = False
-						rec['note'] = 'exercised: the patched kernel still warns in %s(): %s' % (fn, '; '.join(after))
-					elif before:
-						rec['note'] = ('exercised from the initramfs (%s): the unpatched kernel warned "%s"; '
-							       'the patched kernel did not' % (rec['exerciser'], before[0]))
-					else:
-						rec['note'] = ('exercised from the initramfs (%s), but the unpatched kernel did not '
-							       'warn in %s() either: no difference shown' % (rec['exerciser'], fn))
-				rec.update(status='ok' if boot_ok else ('build failed' if not build_ok else 'boot failed'),
-					   build='ok' if build_ok else 'failed', boot='ok' if booted(doc) else st.lower(),
-					   new_splats=new, known_splats=known, splats=splat_titles(doc), seconds=doc['_elapsed_s'],
-					   build_s=stages.get('build', {}).get('elapsed_s'), reason=doc.get('reason', ''))
-			for fp in p['fingerprints']:
-				results[fp] = rec
-			log('%s: %s' % (p['unit'], rec['status']))
+			if not try_patch(rec, ns, scratch, os.path.join(out, p['patch']), syms, script,
+					 p, base, exs, known_fns):
+				return 1
+			record(results, p, rec)
 			save(bp, kdir, results)
 	save(bp, kdir, results)
 	retested = series.main_retest(out)

@@ -260,109 +260,146 @@ class SplatParser:
 	def feed(self, lineno: int, line: str) -> None:
 		"""Consume one cleaned console line."""
 		cur = self.cur
-		if CUT_HERE.match(line):
-			sp = self._open('warning', 'WARNING', lineno, line)
-			self._after_cut = True
+		if self._feed_boundary(lineno, line, cur):
 			return
+		if cur is not None and cur.kind == 'warning' and DO_NOT_CALL_SHORT in line:
+			self._retitle_blocking_ops(cur, line)
+		if self._after_cut and cur is not None:
+			self._after_cut = False
+			if self._feed_cut_message(cur, line):
+				return
+		if self._feed_headline(lineno, line, cur):
+			return
+		if cur is None:
+			return
+		self._feed_body(cur, line)
+
+	def _feed_boundary(self, lineno: int, line: str, cur: Optional[Splat]) -> bool:
+		"""Open a splat at a cut-here or panic line, close one at an end marker."""
+		if CUT_HERE.match(line):
+			self._open('warning', 'WARNING', lineno, line)
+			self._after_cut = True
+			return True
 		m = PANIC.match(line)
 		if m:
 			sp = self._open('panic', 'Kernel panic - not syncing', lineno, line)
 			sp.message = m.group(1)
-			return
+			return True
 		if cur is not None and END_TRACE.match(line):
 			cur.lines.append(line)
 			self._close()
-			return
+			return True
 		if cur is not None and END_PANIC.match(line):
 			cur.lines.append(line)
 			self._close()
-			return
-		if cur is not None and cur.kind == 'warning' and DO_NOT_CALL_SHORT in line:
-			# another printk (a device probe, say) came between the cut
-			# line and the WARN's message: the message still names it
-			m = DO_NOT_CALL.search(line)
+			return True
+		return False
+
+	def _retitle_blocking_ops(self, cur: Splat, line: str) -> None:
+		"""Turn an open warning into blocking_ops when a later line names it."""
+		# another printk (a device probe, say) came between the cut
+		# line and the WARN's message: the message still names it
+		m = DO_NOT_CALL.search(line)
+		cur.kind = 'blocking_ops'
+		cur.headline = DO_NOT_CALL_SHORT
+		cur.message = line
+		if m:
+			cur.set_at = m.group(2)
+		self._after_cut = False
+
+	def _feed_cut_message(self, cur: Splat, line: str) -> bool:
+		"""Take the line after a cut-here line as the WARN's message, unless it is a headline."""
+		if WARNING_CPU.match(line) or KERNEL_BUG.match(line):
+			return False
+		cur.message = line
+		cur.lines.append(line)
+		m = DO_NOT_CALL.search(line)
+		if m or DO_NOT_CALL_SHORT in line:
 			cur.kind = 'blocking_ops'
 			cur.headline = DO_NOT_CALL_SHORT
-			cur.message = line
 			if m:
 				cur.set_at = m.group(2)
-			self._after_cut = False
-		if self._after_cut and cur is not None:
-			self._after_cut = False
-			if not (WARNING_CPU.match(line) or KERNEL_BUG.match(line)):
-				cur.message = line
-				cur.lines.append(line)
-				m = DO_NOT_CALL.search(line)
-				if m or DO_NOT_CALL_SHORT in line:
-					cur.kind = 'blocking_ops'
-					cur.headline = DO_NOT_CALL_SHORT
-					if m:
-						cur.set_at = m.group(2)
-				return
+		return True
+
+	def _feed_headline(self, lineno: int, line: str, cur: Optional[Splat]) -> bool:
+		"""Open (or extend) a splat at a report headline; False if the line is none."""
 		m = WARNING_CPU.match(line)
 		if m:
-			if cur is None or cur.location or cur.kind not in ('warning', 'blocking_ops', 'bug'):
-				cur = self._open('warning', 'WARNING', lineno, line)
-			else:
-				cur.lines.append(line)
-			at = m.group(1).split()
-			if at and ':' in at[0] and '+0x' not in at[0]:
-				cur.location = at[0]
-				at = at[1:]
-			if at:
-				cur.rip = at[0].split('+')[0].split('.')[0]
-			return
+			self._feed_warning_cpu(m, lineno, line, cur)
+			return True
 		m = KERNEL_BUG.match(line)
 		if m:
-			if cur is not None and cur.kind == 'warning' and not cur.location and len(cur.lines) <= 2:
-				cur.kind = 'bug'
-				cur.headline = 'kernel BUG at ' + m.group(1)
-				cur.location = m.group(1)
-				cur.lines.append(line)
-			else:
-				sp = self._open('bug', 'kernel BUG at ' + m.group(1), lineno, line)
-				sp.location = m.group(1)
-			return
+			self._feed_kernel_bug(m, lineno, line, cur)
+			return True
 		m = BUG_SLEEPING.match(line)
 		if m:
 			sp = self._open('sleeping_in_atomic', 'BUG: sleeping function called from invalid context', lineno, line)
 			sp.location = m.group(1)
-			return
+			return True
 		if SOFT_LOCKUP.match(line):
 			self._open('soft_lockup', line, lineno, line)
-			return
+			return True
 		m = BUG_HEAD.match(line)
 		if m:
 			self._open('bug', 'BUG: ' + m.group(1), lineno, line)
-			return
+			return True
 		m = OOPS.match(line) or GPF.match(line)
 		if m:
-			if cur is not None and cur.kind == 'bug' and 'Oops' not in ''.join(cur.lines[:12]) \
-					and lineno - cur.first_line < 12:
-				cur.lines.append(line)
-			elif line.startswith('general protection fault'):
-				self._open('oops', 'general protection fault', lineno, line)
-			else:
-				self._open('oops', line, lineno, line)
-			return
+			self._feed_oops(lineno, line, cur)
+			return True
 		m = WARNING_HEAD.match(line)
 		if m:
 			head = m.group(1).strip()
 			kind = 'lockdep' if any(head.startswith(h) for h, _ in LOCKDEP_TITLES) else 'warning'
 			self._open(kind, head, lineno, line)
-			return
+			return True
 		m = HUNG_TASK.match(line)
 		if m:
 			sp = self._open('hung_task', line, lineno, line)
 			sp.message = f'{m.group(1)}:{m.group(2)} blocked for more than {m.group(3)} seconds'
-			return
+			return True
 		m = RCU_STALL.match(line)
 		if m:
 			self._open('rcu_stall', line, lineno, line)
-			return
-		if cur is None:
-			return
-		# A line inside the current splat.
+			return True
+		return False
+
+	def _feed_warning_cpu(self, m: 're.Match[str]', lineno: int, line: str, cur: Optional[Splat]) -> None:
+		"""Take a 'WARNING: CPU: N PID: N at ...' line: the location and RIP of a warning."""
+		if cur is None or cur.location or cur.kind not in ('warning', 'blocking_ops', 'bug'):
+			cur = self._open('warning', 'WARNING', lineno, line)
+		else:
+			cur.lines.append(line)
+		at = m.group(1).split()
+		if at and ':' in at[0] and '+0x' not in at[0]:
+			cur.location = at[0]
+			at = at[1:]
+		if at:
+			cur.rip = at[0].split('+')[0].split('.')[0]
+
+	def _feed_kernel_bug(self, m: 're.Match[str]', lineno: int, line: str, cur: Optional[Splat]) -> None:
+		"""Take a 'kernel BUG at file:line!' line: a fresh cut-here warning becomes it, else a new bug."""
+		if cur is not None and cur.kind == 'warning' and not cur.location and len(cur.lines) <= 2:
+			cur.kind = 'bug'
+			cur.headline = 'kernel BUG at ' + m.group(1)
+			cur.location = m.group(1)
+			cur.lines.append(line)
+		else:
+			sp = self._open('bug', 'kernel BUG at ' + m.group(1), lineno, line)
+			sp.location = m.group(1)
+
+	def _feed_oops(self, lineno: int, line: str, cur: Optional[Splat]) -> None:
+		"""Take an Oops or general protection fault line: part of a fresh BUG, else a new oops."""
+		if cur is not None and cur.kind == 'bug' and 'Oops' not in ''.join(cur.lines[:12]) \
+				and lineno - cur.first_line < 12:
+			cur.lines.append(line)
+		elif line.startswith('general protection fault'):
+			self._open('oops', 'general protection fault', lineno, line)
+		else:
+			self._open('oops', line, lineno, line)
+
+	def _feed_body(self, cur: Splat, line: str) -> None:
+		"""Take a line inside the current splat: RIP, call-trace frames, its end."""
 		cur.lines.append(line)
 		if len(cur.lines) > self.MAX_LINES:
 			self._close()

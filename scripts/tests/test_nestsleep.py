@@ -16,6 +16,7 @@ from nestsleep.analysis.waiters import derive_waiters
 from nestsleep.cache import Cache
 from nestsleep.common import sha1
 from nestsleep.knowledge import Knowledge
+from nestsleep.model import CallTarget
 
 PY = "/usr/bin/python3"
 KTREE = os.path.join(cache_dir(), "linux-source-6.1")
@@ -106,7 +107,7 @@ static int not_carrier(void)
 class FactsTest(unittest.TestCase):
 	def setUp(self):
 		kn = Knowledge()
-		self.f = cfacts.extract(SAMPLE, kn.want_args, kn.restore)
+		self.f = cfacts.extract(SAMPLE, kn.want_args, kn.restore, kn.words)
 
 	def test_functions(self):
 		self.assertEqual(set(self.f["functions"]), {"foo_avail", "foo_wait", "carrier", "not_carrier"})
@@ -175,10 +176,10 @@ class SummarizeTest(unittest.TestCase):
 
 	def graph(self, order):
 		def prim(name, group):
-			return ({"name": name, "line": 1}, ("prim", [], (group, "warns")))
+			return ({"name": name, "line": 1}, CallTarget("prim", group=group, effect="warns"))
 
 		def call(name, node):
-			return ({"name": name, "line": 2}, ("direct", [node]))
+			return ({"name": name, "line": 2}, CallTarget("direct", (node,)))
 		A, B, C = ("a.c", "outer", "f"), ("a.c", "over_high", "f"), ("b.c", "wait_acct_move", "f")
 		D, E = ("c.c", "deep", "f"), ("c.c", "deeper", "f")
 		nodes = {
@@ -201,7 +202,7 @@ class SummarizeTest(unittest.TestCase):
 		s1, a = self.graph(keys)
 		s2, _ = self.graph(list(reversed(keys)))
 		self.assertEqual(s1, s2)
-		self.assertEqual(s1[a][0], ["wait_acct_move", "prepare_to_wait"])
+		self.assertEqual(s1[a].chain, ("wait_acct_move", "prepare_to_wait"))
 
 
 class CliTest(unittest.TestCase):

@@ -339,8 +339,10 @@ def returns_nonrunning(toks, lo, hi, restore, words):
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 
 
-def extract(text, want_args=lambda name: False, restore=frozenset(), words=Words()):
-	"""All facts of one C file (see module doc)."""
+def extract(text, want_args, restore, words):
+	"""All facts of one C file (see module doc).  want_args(name): keep the
+	arguments of calls to name; restore: the calls that end a window; words:
+	the kernel names (Words)."""
 	includes = _INCLUDE.findall(text)
 	toks = tokenize(text)
 	funcs, macros, structs, ops = {}, {}, {}, []
