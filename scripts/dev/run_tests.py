@@ -27,7 +27,9 @@ test suite:
                                 'ok N - NAME' or 'not ok N - NAME [# SKIP why]'
                                 and exit 0; each line is one result
 
-Every test runs under a time limit.  The last line is 'N passed, N failed'.
+Every test runs under a time limit.  The run ends with 'N known failures'
+and 'N passed, N failed, N skipped': a NAME_failure fixture that fails is a
+known failure (not a pass); one that passes counts as failed until renamed.
 """
 
 import argparse
@@ -51,29 +53,51 @@ FIXTURE_TIMEOUT = 120
 
 
 class Results:
-	def __init__(self):
-		self.passed, self.failed, self.known, self.fixed = [], [], [], []
+	"""Every result, counted once: passed, failed, skipped, and known
+	failures (NAME_failure fixtures, as Coccinelle's SCORE_expected).  A
+	known failure that fails is not a pass; one that passes counts as
+	failed until it is renamed."""
+
+	def __init__(self, out=None):
+		self.out = out or sys.stdout
+		self.passed, self.failed, self.skipped, self.known, self.fixed = [], [], [], [], []
+
+	def say(self, text):
+		print(text, file=self.out, flush=True)
 
 	def add(self, name, ok, secs, detail="", known=False):
-		if known:
-			if ok:
-				self.fixed.append(name)
-				self.passed.append(name)
-				tag = "PASS (marked _failure, but passed)"
-			else:
-				self.known.append(name)
-				self.passed.append(name)
-				tag = "KNOWN TO FAIL"
+		if known and ok:
+			self.fixed.append(name)
+			self.failed.append(name)
+			tag = "FAIL (marked _failure, but passed: rename it)"
+		elif known:
+			self.known.append(name)
+			tag = "KNOWN TO FAIL"
 		elif ok:
 			self.passed.append(name)
 			tag = "ok"
 		else:
 			self.failed.append(name)
 			tag = "FAIL"
-		print("%-58s %s (%.1fs)" % (name, tag, secs), flush=True)
+		self.say("%-58s %s (%.1fs)" % (name, tag, secs))
 		if detail and (not ok or known or name.startswith("realtree/")):
 			for line in detail.rstrip().splitlines()[:40]:
-				print("    " + line)
+				self.say("    " + line)
+
+	def skip(self, name, why):
+		self.skipped.append(name)
+		self.say("%-58s SKIP (%s)" % (name, why))
+
+	def summary(self):
+		"""The closing lines: the lists, the known failures, then the counts."""
+		lines = []
+		if self.fixed:
+			lines.append("marked _failure, but did not fail (rename them): %s" % ", ".join(self.fixed))
+		if self.failed:
+			lines.append("failed: %s" % ", ".join(self.failed))
+		lines.append("%d known failures%s" % (len(self.known), (": " + ", ".join(self.known)) if self.known else ""))
+		lines.append("%d passed, %d failed, %d skipped" % (len(self.passed), len(self.failed), len(self.skipped)))
+		return lines
 
 
 def run_tool(kdir, extra=(), timeout=FIXTURE_TIMEOUT, cache=None):
@@ -239,7 +263,7 @@ def patch_fixtures(res, only):
 			t = time.time()
 			cp = checkpatch(p1.stdout)
 			if cp is None:
-				print("%-58s SKIP (no kernel tree for checkpatch.pl)" % ("patch/%s/checkpatch" % name))
+				res.skip("patch/%s/checkpatch" % name, "no kernel tree for checkpatch.pl")
 			else:
 				res.add("patch/%s/checkpatch" % name, not cp, time.time() - t, "\n\n".join(cp), known)
 		except subprocess.TimeoutExpired:
@@ -248,37 +272,68 @@ def patch_fixtures(res, only):
 			shutil.rmtree(tmp, ignore_errors=True)
 
 
-def unit_tests(res, only):
+class _Reporter(unittest.TestResult):
+	"""unittest's own runner reports each test here as it ends; class and
+	module fixtures (setUpClass, tearDownClass) run as unittest runs them."""
+
+	def __init__(self, res):
+		super().__init__()
+		self.res = res
+		self.t = time.time()
+
+	@staticmethod
+	def name(test):
+		return "unit/" + test.id().split(".", 1)[-1]
+
+	def startTest(self, test):
+		super().startTest(test)
+		self.t = time.time()
+
+	def addSuccess(self, test):
+		self.res.add(self.name(test), True, time.time() - self.t)
+
+	def addFailure(self, test, err):
+		super().addFailure(test, err)
+		self.res.add(self.name(test), False, time.time() - self.t, self.failures[-1][1])
+
+	def addError(self, test, err):
+		super().addError(test, err)
+		# a failing setUpClass/tearDownClass comes as an _ErrorHolder
+		self.res.add(self.name(test), False, time.time() - self.t, self.errors[-1][1])
+
+	def addSkip(self, test, reason):
+		self.res.skip(self.name(test), reason)
+
+	def addExpectedFailure(self, test, err):
+		self.res.add(self.name(test), False, time.time() - self.t, known=True)
+
+	def addUnexpectedSuccess(self, test):
+		self.res.add(self.name(test), True, time.time() - self.t, known=True)
+
+
+def unit_tests(res, only, dirs=None):
+	"""scripts/tests/test_*.py and kernel-boot/test_*.py, one suite run by
+	unittest (so class fixtures run), one result line per test."""
 	loader = unittest.TestLoader()
-	suite = unittest.TestSuite()
-	for sub in UNIT_DIRS:
-		for path in sorted(glob.glob(os.path.join(TOP, sub, "test_*.py"))):
+	tests = []
+	for d in dirs or [os.path.join(TOP, sub) for sub in UNIT_DIRS]:
+		for path in sorted(glob.glob(os.path.join(d, "test_*.py"))):
 			name = os.path.basename(path)[:-3]
 			spec = importlib.util.spec_from_file_location(name, path)
 			mod = importlib.util.module_from_spec(spec)
 			sys.modules[name] = mod
 			spec.loader.exec_module(mod)
-			suite.addTests(loader.loadTestsFromModule(mod))
+			tests += _flatten(loader.loadTestsFromModule(mod))
+	suite = unittest.TestSuite(t for t in tests if not only or only in _Reporter.name(t))
+	suite.run(_Reporter(res))
 
-	def flatten(s):
-		for t in s:
-			if isinstance(t, unittest.TestSuite):
-				yield from flatten(t)
-			else:
-				yield t
-	for test in flatten(suite):
-		name = "unit/" + test.id().split(".", 1)[-1]
-		if only and only not in name:
-			continue
-		r = unittest.TestResult()
-		t = time.time()
-		test.run(r)
-		problems = r.failures + r.errors
-		detail = "\n".join(p[1] for p in problems)
-		if r.skipped:
-			print("%-58s SKIP (%s)" % (name, r.skipped[0][1]))
-			continue
-		res.add(name, not problems, time.time() - t, detail)
+
+def _flatten(s):
+	for t in s:
+		if isinstance(t, unittest.TestSuite):
+			yield from _flatten(t)
+		else:
+			yield t
 
 
 def standalone_fixtures(res, only):
@@ -427,7 +482,7 @@ def check_programs(res, only, fast):
 				name = "%s/%s" % (base.replace("check_", ""), m.group(2))
 				rest = m.group(3)
 				if "# SKIP" in rest:
-					print("%-58s SKIP (%s)" % (name, rest.split("# SKIP", 1)[1].strip()), flush=True)
+					res.skip(name, rest.split("# SKIP", 1)[1].strip())
 				else:
 					ok = m.group(1) == "ok"
 					res.add(name, ok, time.time() - t_case, "\n".join(detail[-40:]))
@@ -462,14 +517,9 @@ def main(argv):
 	print("== checks", flush=True)
 	check_programs(res, a.only, a.fast)
 	print("== checks: %.1fs" % (time.time() - t), flush=True)
-	if res.known:
-		print("known to fail: %s" % ", ".join(res.known))
-	if res.fixed:
-		print("WARNING: marked as failures, but did not fail: %s" % ", ".join(res.fixed))
-	if res.failed:
-		print("failed: %s" % ", ".join(res.failed))
 	print("total %.1fs" % (time.time() - t0))
-	print("%d passed, %d failed" % (len(res.passed), len(res.failed)))
+	for line in res.summary():
+		print(line)
 	return 1 if res.failed else 0
 
 

@@ -18,30 +18,20 @@ SCHEMA = os.path.join(TOP, "fixtures", "findings.schema.json")
 SHAPES = ("shapes.c", "wait_event_variants.c", "macro_hop.c")
 
 
-_RUN = {}
-
-
-def run_once():
-	"""One MODE=patch run per process.  Not setUpClass: the test runner
-	(scripts/dev/run_tests.py) runs each test alone, so class fixtures do
-	not run there (issue: the test count)."""
-	if not _RUN:
-		tree = tempfile.mkdtemp(prefix="nestsleep-pipeline-")
-		try:
-			for name in SHAPES:
-				shutil.copy(os.path.join(TOP, "fixtures", "report", name), tree)
-			opts = pipeline.Options(kdir=tree, mode="patch", jobs=2,
-						cache=os.path.join(cache_dir(), "test-cache"))
-			_RUN.update(tree=tree, opts=opts, res=pipeline.check(opts))
-		finally:
-			shutil.rmtree(tree, ignore_errors=True)
-	return _RUN
-
-
 class CheckTest(unittest.TestCase):
-	def setUp(self):
-		r = run_once()
-		self.tree, self.opts, self.res = r["tree"], r["opts"], r["res"]
+	@classmethod
+	def setUpClass(cls):
+		"""One MODE=patch run of the shape fixtures, shared by the tests."""
+		cls.tree = tempfile.mkdtemp(prefix="nestsleep-pipeline-")
+		for name in SHAPES:
+			shutil.copy(os.path.join(TOP, "fixtures", "report", name), cls.tree)
+		cls.opts = pipeline.Options(kdir=cls.tree, mode="patch", jobs=2,
+					    cache=os.path.join(cache_dir(), "test-cache"))
+		cls.res = pipeline.check(cls.opts)
+
+	@classmethod
+	def tearDownClass(cls):
+		shutil.rmtree(cls.tree, ignore_errors=True)
 
 	def validator(self):
 		try:

@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 import unittest
 
-from nestsleep import TOP
+from nestsleep import TOP, cache_dir
 from nestsleep.triage import reports as triage
 
 SCHEMA = os.path.join(TOP, "fixtures", "triage", "sarif-2.1.0-subset.schema.json")
@@ -89,17 +89,9 @@ class MatchBaselineTest(unittest.TestCase):
 
 
 class TriageTest(unittest.TestCase):
-	_ready = False
-
-	def setUp(self):
-		# make check runs each test on its own (no setUpClass): build the
-		# shared report set once, on first use
-		if not TriageTest._ready:
-			TriageTest.build()
-			TriageTest._ready = True
-
 	@classmethod
-	def build(cls):
+	def setUpClass(cls):
+		"""One report set, shared by the tests of this class."""
 		cls.tmp = tempfile.mkdtemp(prefix="nestsleep-triage-test-")
 		cls.kdir = os.path.join(cls.tmp, "tree")
 		os.makedirs(os.path.join(cls.kdir, "drivers", "dev"))
@@ -107,15 +99,13 @@ class TriageTest(unittest.TestCase):
 			    os.path.join(cls.kdir, "drivers", "dev", "dev.c"))
 		with open(os.path.join(cls.kdir, "Makefile"), "w") as f:
 			f.write("VERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 99\n")
-		cls.env = dict(os.environ, NESTSLEEP_CACHE=os.path.join(
-			os.environ.get("NESTSLEEP_CACHE", os.path.expanduser("~/.cache/nestsleep")), "test-cache"))
+		cls.env = dict(os.environ, NESTSLEEP_CACHE=os.path.join(cache_dir(), "test-cache"))
 		cls.out = os.path.join(cls.tmp, "out")
 		cls.r = cls.triage(["--out", cls.out, "--labels", os.path.join(cls.tmp, "none.json")])
 
 	@classmethod
 	def tearDownClass(cls):
-		if cls._ready:
-			shutil.rmtree(cls.tmp, ignore_errors=True)
+		shutil.rmtree(cls.tmp, ignore_errors=True)
 
 	@classmethod
 	def triage(cls, extra):

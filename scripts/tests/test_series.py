@@ -9,11 +9,10 @@ import subprocess
 import tempfile
 import unittest
 
-from nestsleep import TOP
+from nestsleep import TOP, cache_dir
 from nestsleep.series import series as fixes
 
-KTREE = os.path.join(os.environ.get("NESTSLEEP_CACHE", os.path.expanduser("~/.cache/nestsleep")),
-		     "linux-source-6.1")
+KTREE = os.path.join(cache_dir(), "linux-source-6.1")
 
 
 def read(path):
@@ -28,8 +27,7 @@ def read_json(path):
 
 def clean_env(home):
 	env = dict(os.environ, HOME=home, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull,
-		   NESTSLEEP_CACHE=os.path.join(os.environ.get("NESTSLEEP_CACHE",
-							       os.path.expanduser("~/.cache/nestsleep")), "test-cache"))
+		   NESTSLEEP_CACHE=os.path.join(cache_dir(), "test-cache"))
 	return env
 
 

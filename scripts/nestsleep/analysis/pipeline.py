@@ -49,6 +49,23 @@ from nestsleep.knowledge import Knowledge
 from nestsleep.model import FileFlag, Site, SitePath
 
 
+def _knowledge_code():
+	"""The source of the code that derives the tree knowledge (wait
+	primitives, carriers, window names): part of its cache key, so that
+	knowledge derived by another version of that code is never reused."""
+	import nestsleep.knowledge
+	import nestsleep.model
+	from nestsleep.analysis import resolve, summarize, waiters
+	text = b""
+	for mod in (cfacts, resolve, summarize, waiters, nestsleep.knowledge, nestsleep.model):
+		with open(mod.__file__, "rb") as f:
+			text += f.read()
+	return sha1(text)[:12]
+
+
+KNOWLEDGE_CODE = _knowledge_code()
+
+
 @dataclasses.dataclass
 class Options:
 	"""The coccicheck knobs (cli.py parses them) and the library's own:
@@ -222,7 +239,7 @@ def analyse(a, ext):
 	# The tree-wide knowledge (wait primitives, state-carrying helpers, names
 	# that may sleep in a window) depends on every file's content: keep it
 	# under a digest of the whole tree, so that a warm run skips it.
-	tdig = sha1((kn.digest + str(cfacts.FACTS_VERSION) + "".join(
+	tdig = sha1((kn.digest + str(cfacts.FACTS_VERSION) + KNOWLEDGE_CODE + "".join(
 		"%s %s\n" % (rel, tree.files[rel][0]) for rel in sorted(tree.files))).encode())[:16]
 	know = cache.load("index", "tree-" + tdig)
 	if know is not None:

@@ -166,7 +166,7 @@ def _facts_one(args):
 class Facts:
 	def __init__(self, tree, kn, cache, jobs):
 		self.tree, self.kn, self.cache, self.jobs = tree, kn, cache, jobs
-		self.key = "facts-v%d-%s" % (cfacts.FACTS_VERSION, kn.digest)
+		self.key = "facts-v%d-%s-%s" % (cfacts.FACTS_VERSION, kn.digest, cfacts.CODE_DIGEST)
 		self.by_file = {}
 		self.extracted = 0
 
