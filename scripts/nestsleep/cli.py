@@ -131,10 +131,8 @@ def parser():
 
 	for name, what in (("boottest", "build and boot every patch of a series in QEMU"),
 			   ("runtime-proof", "boot the test module, before and after forms")):
-		p = sub.add_parser(name, help=what + " (options: python3 -m nsboot %s --help)" %
-				   ("boottest" if name == "boottest" else "proof"))
-		p.add_argument("rest", nargs=argparse.REMAINDER)
-		p.set_defaults(run=_nsboot("boottest" if name == "boottest" else "proof"))
+		# listed for --help; main() hands their options to nsboot
+		sub.add_parser(name, help=what + " (options: python3 -m nsboot %s --help)" % NSBOOT[name])
 
 	p = sub.add_parser("gen-builtin", help="copy sleep_info.json's primitives into cocci/*.cocci")
 	p.add_argument("--check", action="store_true", help="only report whether they agree (exit 1 if not)")
@@ -154,8 +152,17 @@ def parser():
 	return ap
 
 
+# the boot commands hand every option on to nsboot, which parses them
+NSBOOT = {"boottest": "boottest", "runtime-proof": "proof"}
+
+
 def main(argv=None):
-	a = parser().parse_args(sys.argv[1:] if argv is None else argv)
+	argv = sys.argv[1:] if argv is None else argv
+	if argv and argv[0] in NSBOOT:
+		# argparse's REMAINDER does not take options ('--rounds') that come
+		# first, so these bypass the nestsleep parser
+		return _nsboot(NSBOOT[argv[0]])(argparse.Namespace(rest=list(argv[1:])))
+	a = parser().parse_args(argv)
 	if getattr(a, "jobs", None) is not None and a.jobs <= 0:
 		a.jobs = os.cpu_count() or 1
 	return a.run(a)

@@ -234,6 +234,17 @@ class CliTest(unittest.TestCase):
 			r = self.run_cli("--kdir", d, env=env)
 			self.assertCleanError(r, "apt-get install -y coccinelle")
 
+	def test_boot_commands_pass_their_options_on(self):
+		"""'make boottest' and 'make runtime-proof' give their options to
+		nsboot: its own one-line error, not the nestsleep parser's."""
+		r = subprocess.run([PY, "-m", "nestsleep", "boottest", "--patches", "/nonexistent/series"],
+				   capture_output=True, text=True, timeout=60)
+		self.assertCleanError(r, "PATCHES= must name a directory written by make fixes")
+		r = subprocess.run([PY, "-m", "nestsleep", "runtime-proof", "--help"],
+				   capture_output=True, text=True, timeout=60)
+		self.assertEqual(r.returncode, 0, r.stderr)
+		self.assertIn("--rounds", r.stdout)
+
 	def test_make_reports_bad_kdir(self):
 		r = subprocess.run(["make", "-s", "-C", TOP, "coccicheck", "KDIR=/nonexistent/tree"],
 				   capture_output=True, text=True, timeout=120)
