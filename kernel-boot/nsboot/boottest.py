@@ -41,6 +41,7 @@ import sys
 import time
 
 from nestsleep import ktree
+from nestsleep.common import run_user
 from nestsleep.series import series
 from nsboot import HARNESS, cache_root
 from nsboot import config as nsboot_config
@@ -475,7 +476,7 @@ def main(ns) -> int:
 			record(results, p, rec)
 			save(bp, kdir, results)
 	save(bp, kdir, results)
-	retested = series.main_retest(out)
+	retested = run_user(series.retest, out, "fixes")
 	ok = [fp for fp, r2 in results.items() if r2.get('status') == 'ok']
 	print('nsboot: boottest: %d of %d tested findings booted clean; results in %s' % (len(ok), len(results), bp))
 	return 0 if len(ok) == len(results) and retested == 0 else 1

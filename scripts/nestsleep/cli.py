@@ -23,6 +23,7 @@ import os
 import sys
 
 from nestsleep import cache_dir
+from nestsleep.common import run_user
 
 
 def knobs(mode=True):
@@ -51,17 +52,17 @@ def _coccicheck(a):
 
 def _fixes(a):
 	from nestsleep.series import series
-	return series.main(a)
+	return run_user(series.build, a, "fixes")
 
 
 def _retest(a):
 	from nestsleep.series import series
-	return series.main_retest(a.dir)
+	return run_user(series.retest, a.dir, "fixes")
 
 
 def _triage(a):
 	from nestsleep.triage import reports
-	return reports.main(a)
+	return run_user(reports.build, a, "triage", also=(OSError, ValueError, KeyError))
 
 
 def _bench(a):

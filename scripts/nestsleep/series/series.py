@@ -722,22 +722,3 @@ def retest(out):
 	os.replace(sp + ".tmp", sp)
 	log("rewrote the testing paragraph of %d patches" % n)
 	return 0
-
-
-def main_retest(out):
-	try:
-		return retest(out)
-	except UserError as e:
-		log("error: %s" % e)
-		return 2
-
-
-def main(a):
-	"""'nestsleep fixes': a, the parsed command line (cli.py)."""
-	try:
-		return build(a)
-	except UserError as e:
-		log("error: %s" % e)
-		return 2
-	except KeyboardInterrupt:
-		return 130

@@ -515,15 +515,3 @@ def section_md(sname, rs, kdir, series, kshown):
 			      "", "```diff", fx["diff"].rstrip(), "```", ""]
 		L += ["Reproduce: `make coccicheck MODE=report KDIR=%s M=%s`" % (kshown, os.path.dirname(r["file"])), "", "---", ""]
 	return "\n".join(L)
-
-
-def main(a):
-	"""'nestsleep triage': a, the parsed command line (cli.py)."""
-	try:
-		return build(a)
-	except UserError as e:
-		log("error: %s" % e)
-		return 2
-	except (OSError, ValueError, KeyError) as e:
-		log("error: %s" % e)
-		return 2
