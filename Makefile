@@ -55,8 +55,9 @@ help:
 	@echo '  setup       - install Debian packages and unpack linux-source-6.1 into $(NESTSLEEP_CACHE)'
 	@echo '  clean-cache - drop the cached knowledge (not the kernel tree)'
 
+# set-up writes to stderr only: stdout is the findings (or the diff)
 setup:
-	@bash scripts/setup.sh $(SETUP_FLAGS)
+	@bash scripts/setup.sh $(SETUP_FLAGS) >&2
 
 coccicheck: setup
 	@$(NS) coccicheck --kdir "$(KDIR)" --mode "$(MODE)" --m "$(M)" \
@@ -64,7 +65,7 @@ coccicheck: setup
 		-j "$(J)" -v "$(V)" --timeout "$(TIMEOUT)"
 
 check:
-	@bash scripts/setup.sh
+	@bash scripts/setup.sh >&2
 	@$(PYTHON) scripts/dev/run_tests.py
 
 fixes: setup

@@ -8,6 +8,8 @@
 # Environment:
 #   NESTSLEEP_CACHE  cache directory (default: $HOME/.cache/nestsleep)
 #   KSRC_TARBALL     kernel source tarball (default: /usr/src/linux-source-6.1.tar.xz)
+# Output: all on stderr, as make coccicheck runs this before the checker,
+# whose stdout is the findings; only --help writes to stdout.
 # Exit status: 0 ok, 1 --check found something missing or unpacking failed,
 #              2 packages/tools missing and cannot be installed, or bad usage.
 
@@ -30,7 +32,7 @@ say() { printf 'nestsleep setup: %s\n' "$*" >&2; }
 die() { say "$1"; exit "${2:-1}"; }
 
 usage() { # prints to stdout; callers redirect
-	sed -n 's/^# \{0,1\}//; 5,12p' "$0"
+	sed -n 's/^# \{0,1\}//; 5,14p' "$0"
 }
 
 check_only=0
@@ -132,10 +134,12 @@ if ((${#miss[@]})); then
 		exit 2
 	fi
 	say "installing missing packages: ${miss[*]}"
-	"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update ||
+	# apt-get writes its progress to stdout: keep it on stderr, where
+	# all of set-up goes, so that stdout holds only findings (or the diff)
+	"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update >&2 ||
 		die "apt-get update failed" 2
 	"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y --no-install-recommends "${miss[@]}" ||
+		apt-get install -y --no-install-recommends "${miss[@]}" >&2 ||
 		die "apt-get install failed for: ${miss[*]}" 2
 fi
 
