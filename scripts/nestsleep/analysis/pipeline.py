@@ -41,7 +41,7 @@ from nestsleep.analysis.match import (Matcher, _flags_key, _is_nestsleep_rule, c
 				      function_coverage, stmt_expr_records)
 from nestsleep.analysis.report import context_text, make_finding, patch_text, report_text
 from nestsleep.analysis.resolve import Analysis
-from nestsleep.analysis.scan import WAIT_WORDS, Facts, Tree
+from nestsleep.analysis.scan import SKIP_DIRS, WAIT_WORDS, Facts, Tree, holds_sources
 from nestsleep.analysis.waiters import derive_waiters, specialize_rule
 from nestsleep.cache import Cache
 from nestsleep.common import UserError, log, sha1
@@ -109,13 +109,17 @@ class CheckResult:
 			"m": opts.m, "coverage": self.coverage, "times": self.times, "findings": self.findings}
 
 
+# the top-level files by which a directory is known as a kernel tree
+KERNEL_MARKERS = ("Makefile", "Kconfig", os.path.join("include", "linux"))
+
+
 def check_inputs(a):
+	"""Check the knobs; raise UserError with the one-line reason.  Returns
+	the extra roots (an external M=) to scan beside KDIR."""
 	if shutil.which("spatch") is None:
 		raise UserError("spatch not found on PATH; install it with: sudo apt-get install -y coccinelle")
 	if a.mode not in ("report", "context", "org", "patch"):
 		raise UserError("unknown MODE=%s (report, patch, context, org)" % a.mode)
-	if not os.path.isfile(os.path.join(a.kdir, "Makefile")) and not os.path.isdir(a.kdir):
-		raise UserError("no kernel tree at KDIR=%s" % a.kdir)
 	if not os.path.isdir(a.kdir):
 		raise UserError("no kernel tree at KDIR=%s" % a.kdir)
 	cocci = a.cocci or DEFAULT_COCCI
@@ -127,6 +131,13 @@ def check_inputs(a):
 	hints = os.path.join(os.path.dirname(a.cocci), "nestsleep.macros.h")
 	if _is_nestsleep_rule(a.cocci) and os.path.isfile(hints) and "--macro-file" not in a.spflags:
 		a.spflags = ["--macro-file", hints] + a.spflags
+	ext = check_m(a)
+	check_kernel_tree(a.kdir)
+	return ext
+
+
+def check_m(a):
+	"""M=: a directory under KDIR (made relative), or an external module."""
 	ext = []
 	if a.m:
 		if os.path.isabs(a.m):
@@ -142,7 +153,28 @@ def check_inputs(a):
 		elif not os.path.isdir(os.path.join(a.kdir, a.m)):
 			raise UserError("M=%s: no such directory under KDIR=%s" % (a.m, a.kdir))
 		a.m = a.m.rstrip("/")
+	if a.m and not a.m_abs:
+		# never drop an explicit M= silently: say why it is not scanned
+		m = os.path.normpath(a.m) + "/"
+		for skip, what in SKIP_DIRS.items():
+			if m.startswith(skip):
+				raise UserError("M=%s is under %s, which nestsleep does not scan: it holds %s, not kernel code"
+						% (a.m, skip, what))
 	return ext
+
+
+def check_kernel_tree(kdir):
+	"""A kernel tree has the kernel's top-level files.  A directory of C
+	sources without them (a test tree, a subsystem copied out) is scanned
+	as a tree of its own, with a note; one with no C source at all is
+	refused, so that a wrong KDIR does not pass as '0 findings'."""
+	if all(os.path.exists(os.path.join(kdir, f)) for f in KERNEL_MARKERS):
+		return
+	if not holds_sources(kdir):
+		raise UserError("KDIR=%s is not a kernel tree: it has no top-level Makefile, Kconfig and "
+				"include/linux, and no .c or .h file" % kdir)
+	log("note: KDIR=%s is not a kernel tree (no top-level Makefile, Kconfig and include/linux); "
+	    "scanning its C files as one" % kdir)
 
 
 def in_scope(rel, a, ext):
@@ -333,7 +365,7 @@ def analyse(a, ext):
 		paths = sorted(findings[key], key=lambda p: (p.penalty, p.site.cline, p.site.ccol))
 		out.append(make_finding(key, paths, kn))
 	cov = {"files": len(targets), "parsed": matcher.parsed, "failed": sorted(matcher.failed),
-	       "timeout": sorted(matcher.timedout)}
+	       "timeout": sorted(matcher.timedout), "unreadable": ["%s (%s)" % kv for kv in sorted(tree.unreadable.items())]}
 	cov.update(function_coverage(targets, results, facts, kn.scoped_calls))
 	times["total"] = time.time() - t_start
 	return out, cov, times, tree, facts
@@ -370,8 +402,10 @@ def main(a):
 	except KeyboardInterrupt:
 		log("interrupted")
 		return 130
-	sys.stdout.write(res.output)
+	# a diff carries the file's own bytes (surrogateescape), whatever the locale
 	sys.stdout.flush()
+	sys.stdout.buffer.write(res.output.encode("utf-8", "surrogateescape"))
+	sys.stdout.buffer.flush()
 	cov, times = res.coverage, res.times
 	if a.json:
 		with open(a.json, "w") as fp:
@@ -380,8 +414,11 @@ def main(a):
 		log("could not parse: %s" % rel)
 	for rel in cov["timeout"]:
 		log("timed out: %s" % rel)
-	log("%d findings; coverage: %d files matched, %d parsed, %d failed, %d timed out; %.1fs (%s)" % (
-		len(res.findings), cov["files"], cov["parsed"], len(cov["failed"]), len(cov["timeout"]), times["total"],
+	for what in cov["unreadable"]:
+		log("could not read: %s" % what)
+	log("%d findings; coverage: %d files matched, %d parsed, %d failed, %d timed out, %d unreadable; %.1fs (%s)" % (
+		len(res.findings), cov["files"], cov["parsed"], len(cov["failed"]), len(cov["timeout"]),
+		len(cov["unreadable"]), times["total"],
 		", ".join("%s %.1fs" % (k, v) for k, v in times.items() if k != "total")))
 	return 0
 

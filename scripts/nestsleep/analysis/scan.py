@@ -22,10 +22,21 @@ INIT_STRUCT = re.compile(rb"struct\s+(\w+)\s[^=;{}()\n]*=\s*\{")
 INIT_MEMBER = re.compile(rb"^[ \t]*\.(\w+)[ \t]*=[ \t]*&?[A-Za-z_]\w*[ \t]*,?[ \t]*$", re.M)
 WAIT_WORDS = (b"wait_event", b"prepare_to_wait", b"set_current_state", b"set_special_state", b"wait_var_event")
 STATE_WORDS = (b"set_current_state", b"set_special_state", b"prepare_to_wait")
-SKIP_DIRS = ("tools/", "scripts/", "samples/", "Documentation/", "usr/")
+# Top-level directories of a kernel tree that hold no kernel code.  Their
+# definitions would only muddle the callee index (tools/ has its own copies
+# of kernel headers).  samples/ holds modules and is scanned.
+SKIP_DIRS = {
+	"tools/": "user-space programs, with their own copies of kernel headers",
+	"scripts/": "programs that run on the build host",
+	"Documentation/": "documentation",
+	"usr/": "the initramfs build's host programs",
+}
 
 
 def list_sources(root):
+	"""The .c and .h files under root, sorted.  Hidden directories are
+	skipped and symbolic links to directories are not followed (as git does
+	not), so a link loop cannot trap the walk."""
 	out = []
 	for dp, dn, fn in os.walk(root):
 		dn[:] = [d for d in dn if not d.startswith(".")]
@@ -34,6 +45,30 @@ def list_sources(root):
 				out.append(os.path.join(dp, f))
 	out.sort()
 	return out
+
+
+def holds_sources(root):
+	"""Whether there is any .c or .h file under root (stops at the first)."""
+	for dp, dn, fn in os.walk(root):
+		dn[:] = [d for d in dn if not d.startswith(".")]
+		if any(f.endswith((".c", ".h")) for f in fn):
+			return True
+	return False
+
+
+def bad_name(path):
+	"""Whether path's name is not UTF-8: spatch's records and the reports
+	could not name the file, so it is not scanned."""
+	try:
+		path.encode("utf-8")
+	except UnicodeEncodeError:
+		return True
+	return False
+
+
+def shown_name(rel):
+	"""rel as it can be printed: bytes that are not UTF-8 as \\xNN."""
+	return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _scan_one(path):
@@ -77,6 +112,7 @@ class Tree:
 		self.jobs = jobs
 		self.files = {}      # rel -> (sha, names, structs, inits, members, flags)
 		self.abs = {}        # rel -> absolute path
+		self.unreadable = {}  # shown name -> why it cannot be scanned
 		roots = [(self.kdir, "")] + [(r, r) for r in extra_roots]
 		t0 = time.time()
 		statkey = "scan-v%d-%s" % (SCAN_VERSION, sha1(self.kdir.encode())[:12])
@@ -87,13 +123,18 @@ class Tree:
 		for root, prefix in roots:
 			for p in list_sources(root):
 				rel = os.path.relpath(p, self.kdir) if not prefix else p
-				if not prefix and rel.startswith(SKIP_DIRS):
+				if not prefix and rel.startswith(tuple(SKIP_DIRS)):
+					continue
+				if bad_name(p):
+					self.unreadable[shown_name(rel)] = "the name is not UTF-8"
+					continue
+				try:
+					# follows a symbolic link: a loop or a dangling link fails here
+					st = os.stat(p)
+				except OSError as e:
+					self.unreadable[rel] = e.strerror or str(e)
 					continue
 				self.abs[rel] = p
-				try:
-					st = os.stat(p)
-				except OSError:
-					continue
 				key = (st.st_size, st.st_mtime_ns, st.st_ino)
 				old = stat_cache.get(rel)
 				if old and tuple(old[0]) == key and old[1] in content:
@@ -110,6 +151,7 @@ class Tree:
 			for rel, p, key in todo:
 				res = bypath.get(p)
 				if res is None:
+					self.unreadable[rel] = "read failed"
 					continue
 				self.files[rel] = res
 				content[res[0]] = res[1:]

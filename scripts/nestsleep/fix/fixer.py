@@ -477,10 +477,29 @@ class Unit:
 
 
 class FileText:
+	"""A source file as the rewrites see it: its bytes kept as they are
+	(surrogateescape), and a file whose lines all end in CRLF seen with
+	LF endings, which diff() puts back."""
+
 	def __init__(self, path):
-		with open(path, errors="surrogateescape") as f:
-			self.t = f.read()
+		with open(path, errors="surrogateescape", newline="") as f:
+			t = f.read()
+		self.crlf = "\r\n" in t and t.count("\n") == t.count("\r\n")
+		self.t = t.replace("\r\n", "\n") if self.crlf else t
 		self.m = mask(self.t)
+
+	def lines(self, text):
+		"""text (self.t or a rewrite of it) as diff lines, in the file's own
+		line endings.  Split at LF only: str.splitlines() also breaks at a
+		form feed or a lone CR, which diff and patch do not."""
+		lines = [l + "\n" for l in text.split("\n")]
+		if text.endswith("\n"):
+			lines.pop()
+		elif lines:
+			lines[-1] = lines[-1][:-1]
+		if self.crlf:
+			lines = [l[:-1] + "\r\n" if l.endswith("\n") else l for l in lines]
+		return lines
 
 	def offset(self, line, col):
 		pos = 0
@@ -627,8 +646,8 @@ class Fixer:
 		for rel in sorted(edits_by_file):
 			ft = self.text(rel)
 			new = apply_edits(ft.t, edits_by_file[rel])
-			a = ft.t.splitlines(True)
-			b = new.splitlines(True)
+			a = ft.lines(ft.t)
+			b = ft.lines(new)
 			shown = self.shown(rel)
 			out += difflib.unified_diff(a, b, "a/" + shown, "b/" + shown, n=3)
 		return "".join(x if x.endswith("\n") else x + "\n\\ No newline at end of file\n" for x in out)

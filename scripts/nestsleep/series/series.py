@@ -586,10 +586,13 @@ def build(a):
 			path = os.path.join(tmp, sdir, fname)
 			sec0 = s["section"]
 			to, cc = sec0["M"], sec0["R"] + [re.sub(r"\s*\(.*\)$", "", x) for x in sec0["L"]]
-			with open(path, "w") as fp:
+			# the diff carries the file's own bytes, UTF-8 or not
+			with open(path, "w", errors="surrogateescape") as fp:
 				fp.write(mail(author, date, subject, body, fx["diff"], to, cc))
-			ap = subprocess.run(["patch", "-p1", "--dry-run", "-s", "-d", kdir], input=fx["diff"],
-					    capture_output=True, text=True)
+			ap = subprocess.run(["patch", "-p1", "--dry-run", "-s", "-d", kdir],
+					    input=fx["diff"].encode("utf-8", "surrogateescape"),
+					    capture_output=True)
+			ap.stdout, ap.stderr = ap.stdout.decode(errors="replace"), ap.stderr.decode(errors="replace")
 			cp = checkpatch(kdir, path, signoff)
 			kcfg = []
 			for rel in fx["files"]:
