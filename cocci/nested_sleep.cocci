@@ -486,6 +486,21 @@ NS_SETTERS = [
 # END GENERATED
 
 NS_RAW = os.environ.get("NESTSLEEP_RAW", "") not in ("", "0")
+# The driver's progress: each file's name, once, as its functions are
+# listed (the last rules to run on a file), appended to this file.
+NS_PROGRESS = os.environ.get("NESTSLEEP_PROGRESS_FILE", "")
+ns_progress_seen = set()
+
+
+def ns_progress(path):
+    if NS_PROGRESS and path not in ns_progress_seen:
+        ns_progress_seen.add(path)
+        fd = os.open(NS_PROGRESS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (path + "\n").encode("utf-8", "surrogateescape"))
+        finally:
+            os.close(fd)
+
 NS_KEEP = None
 if os.environ.get("NESTSLEEP_POSITIONS"):
     with open(os.environ["NESTSLEEP_POSITIONS"]) as fp:
@@ -759,6 +774,7 @@ p << fninv.p;
 if NS_RAW:
     coccinelle.ns_recs.append({"shape": "function", "file": p[0].file,
                                "func": fn, "line": int(p[0].line)})
+    ns_progress(p[0].file)
 
 // ---------------------------------------------------------------------------
 // Output: one line per wait site, its sleep paths grouped.

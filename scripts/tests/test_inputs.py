@@ -8,7 +8,6 @@ one-line reason and the absence of a traceback are checked."""
 
 import os
 import shutil
-import stat
 import subprocess
 import tempfile
 import unittest

@@ -12,6 +12,7 @@ import tempfile
 from nestsleep.analysis import cfacts
 from nestsleep.analysis.scan import _size
 from nestsleep.common import UserError, log, sha1
+from nestsleep.progress import Progress, line_count
 
 
 def spatch_version():
@@ -76,6 +77,26 @@ class Matcher:
 				self.parsed += 1
 		return results
 
+	@staticmethod
+	def _watch(proc, progress, total):
+		"""Wait for spatch, showing the files it has finished (the rule
+		appends each one's name to the progress file)."""
+		shown = Progress("matching", total)
+		state = {}
+		try:
+			while True:
+				try:
+					proc.wait(timeout=0.5)
+					break
+				except subprocess.TimeoutExpired:
+					shown.update(line_count(progress, state))
+		except BaseException:
+			proc.kill()
+			proc.wait()
+			raise
+		finally:
+			shown.close()
+
 	def _spatch(self, rels):
 		args = self.args
 		tmp = tempfile.mkdtemp(prefix="nestsleep-")
@@ -93,19 +114,23 @@ class Matcher:
 			if args.jobs > 1:
 				cmd += ["--jobs", str(args.jobs), "--chunksize", "1"]
 			cmd += args.spflags
+			progress = os.path.join(tmp, "progress")
 			env = dict(os.environ, NESTSLEEP_RAW="1", NESTSLEEP_WAITERS=self.paths["waiters"],
-				   NESTSLEEP_CARRIERS=self.paths["carriers"], NESTSLEEP_WINDOW=self.paths["window"])
+				   NESTSLEEP_CARRIERS=self.paths["carriers"], NESTSLEEP_WINDOW=self.paths["window"],
+				   NESTSLEEP_PROGRESS_FILE=progress)
 			if args.verbose:
 				log("$ " + " ".join(cmd))
-			err_path = os.path.join(tmp, "stderr")
-			with open(err_path, "w") as err:
-				proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, env=env, cwd=tmp)
+			err_path, out_path = os.path.join(tmp, "stderr"), os.path.join(tmp, "stdout")
+			with open(err_path, "w") as err, open(out_path, "wb") as out:
+				proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=tmp)
+				self._watch(proc, progress, len(rels))
 			with open(err_path, errors="replace") as f:
 				err_text = f.read()
 			if args.debug_file:
 				with open(args.debug_file, "a") as f:
 					f.write(err_text)
-			out = proc.stdout.decode("utf-8", "replace")
+			with open(out_path, "rb") as f:
+				out = f.read().decode("utf-8", "replace")
 			byabs = {self.tree.abs[r]: r for r in rels}
 			res = {r: {"status": "ok", "recs": [], "funcs": []} for r in rels}
 			seen = set()
@@ -128,6 +153,10 @@ class Matcher:
 					continue
 				res[rel]["status"] = "timeout" if "Timeout" in m.group(1) else "failed"
 				res[rel]["error"] = m.group(1)[:200]
+			if proc.returncode < 0:
+				# killed (the OOM killer, a user): its output may miss
+				# files, and none of it may be cached as their result
+				raise UserError("spatch was killed by signal %d; run again" % -proc.returncode)
 			if proc.returncode != 0 and not seen:
 				tail = "\n".join(err_text.strip().splitlines()[-5:])
 				raise UserError("spatch failed (exit %d): %s" % (proc.returncode, tail or "no message"))

@@ -368,6 +368,8 @@ def analyse(a, ext):
 	       "timeout": sorted(matcher.timedout), "unreadable": ["%s (%s)" % kv for kv in sorted(tree.unreadable.items())]}
 	cov.update(function_coverage(targets, results, facts, kn.scoped_calls))
 	times["total"] = time.time() - t_start
+	if cache.dropped:
+		log("%d damaged cache files dropped and rebuilt (%s)" % (cache.dropped, a.cache))
 	return out, cov, times, tree, facts
 
 

@@ -12,6 +12,7 @@ from nestsleep.analysis import cfacts
 from nestsleep.common import sha1
 from nestsleep.knowledge import Knowledge
 from nestsleep.model import FileFlag
+from nestsleep.progress import Progress
 
 SCAN_VERSION = 3
 DEF_LINE = re.compile(
@@ -145,9 +146,12 @@ class Tree:
 		if todo:
 			paths = [p for _, p, _ in todo]
 			bypath = {}
+			shown = Progress("scanning", len(paths))
 			with multiprocessing.Pool(self.jobs) as pool:
 				for p, res in pool.imap_unordered(_scan_one, paths, chunksize=64):
 					bypath[p] = res
+					shown.update(len(bypath))
+			shown.close()
 			for rel, p, key in todo:
 				res = bypath.get(p)
 				if res is None:
@@ -228,9 +232,12 @@ class Facts:
 		work = [(self.tree.abs[rel], sha) for rel, sha in need]
 		results = {}
 		if len(work) > 8 and self.jobs > 1:
+			shown = Progress("extracting facts", len(work))
 			with multiprocessing.Pool(self.jobs, _facts_worker_init, (self.kn.path,)) as pool:
-				for sha, f in pool.imap_unordered(_facts_one, work, chunksize=4):
+				for n, (sha, f) in enumerate(pool.imap_unordered(_facts_one, work, chunksize=4), 1):
 					results[sha] = f
+					shown.update(n)
+			shown.close()
 		else:
 			_facts_worker_init(self.kn.path)
 			for w in work:
