@@ -11,7 +11,7 @@ import tempfile
 import unittest
 
 from nestsleep import TOP
-from nestsleep.progress import EVERY, QUIET_START, Progress, line_count
+from nestsleep.progress import EVERY, QUIET_START, Progress, appended
 
 
 class Clock:
@@ -32,13 +32,16 @@ class Stream(io.StringIO):
 
 
 class ProgressTest(unittest.TestCase):
-	def drive(self, tty, steps):
+	def setUp(self):
+		Progress.last_line = None
+
+	def drive(self, tty, steps, clock=None, work=None):
 		"""Advance a fake clock by steps seconds per file, 10 files."""
-		clock, out = Clock(), Stream(tty)
-		p = Progress("matching", 10, stream=out, clock=clock)
+		clock, out = clock or Clock(), Stream(tty)
+		p = Progress("matching", 10, stream=out, clock=clock, work=sum(work or []))
 		for done in range(1, 11):
 			clock.t += steps
-			p.update(done)
+			p.update(done, sum((work or [])[:done]))
 		p.close()
 		return out.getvalue()
 
@@ -62,16 +65,34 @@ class ProgressTest(unittest.TestCase):
 		self.assertEqual(lines[-1], "nestsleep: matching: 10/10 files")
 		self.assertNotIn("\r", text)
 
-	def test_line_count_follows_an_appended_file(self):
+	def test_time_left_by_work_not_by_files(self):
+		"""The largest files go first: the first 2 of 10 files are 80 % of
+		the bytes, so after them the time left is a quarter of the time
+		spent, not four times it."""
+		text = self.drive(True, 1.5, work=[40, 40] + [2.5] * 8)
+		self.assertIn("matching: 2/10 files, about 1s left", text)
+
+	def test_plain_lines_are_spaced_across_phases(self):
+		"""Many short phases (batches) still give a line every EVERY s."""
+		clock, text = Clock(), ""
+		for _ in range(6):
+			text += self.drive(False, EVERY / 40, clock=clock)
+		self.assertEqual(len(text.splitlines()), 1, text)
+		for _ in range(6):
+			text += self.drive(False, EVERY / 20, clock=clock)
+		self.assertEqual(len(text.splitlines()), 4, text)
+
+	def test_appended_lines_of_a_growing_file(self):
 		with tempfile.TemporaryDirectory() as d:
 			path, state = os.path.join(d, "p"), {}
-			self.assertEqual(line_count(path, state), 0)
+			self.assertEqual(appended(path, state), [])
 			with open(path, "a") as f:
-				f.write("a.c\nb.c\n")
-			self.assertEqual(line_count(path, state), 2)
+				f.write("a.c\nb.c\nc.")
+			self.assertEqual(appended(path, state), ["a.c", "b.c"])
 			with open(path, "a") as f:
-				f.write("c.c\n")
-			self.assertEqual(line_count(path, state), 3)
+				f.write("c\n")
+			self.assertEqual(appended(path, state), ["c.c"])
+			self.assertEqual(appended(path, state), [])
 
 
 class RuleProgressTest(unittest.TestCase):

@@ -12,7 +12,7 @@ import tempfile
 from nestsleep.analysis import cfacts
 from nestsleep.analysis.scan import _size
 from nestsleep.common import UserError, log, sha1
-from nestsleep.progress import Progress, line_count
+from nestsleep.progress import Progress, appended
 
 
 def spatch_version():
@@ -78,18 +78,23 @@ class Matcher:
 		return results
 
 	@staticmethod
-	def _watch(proc, progress, total):
+	def _watch(proc, progress, sizes):
 		"""Wait for spatch, showing the files it has finished (the rule
-		appends each one's name to the progress file)."""
-		shown = Progress("matching", total)
-		state = {}
+		appends each one's name to the progress file).  sizes: path ->
+		bytes, for the time left."""
+		shown = Progress("matching", len(sizes), work=sum(sizes.values()) or 1)
+		state, done, work = {}, set(), 0
 		try:
 			while True:
 				try:
 					proc.wait(timeout=0.5)
 					break
 				except subprocess.TimeoutExpired:
-					shown.update(line_count(progress, state))
+					for path in appended(progress, state):
+						if path in sizes and path not in done:
+							done.add(path)
+							work += sizes[path]
+					shown.update(len(done), work)
 		except BaseException:
 			proc.kill()
 			proc.wait()
@@ -123,7 +128,7 @@ class Matcher:
 			err_path, out_path = os.path.join(tmp, "stderr"), os.path.join(tmp, "stdout")
 			with open(err_path, "w") as err, open(out_path, "wb") as out:
 				proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=tmp)
-				self._watch(proc, progress, len(rels))
+				self._watch(proc, progress, {self.tree.abs[r]: _size(self.tree.abs[r]) for r in rels})
 			with open(err_path, errors="replace") as f:
 				err_text = f.read()
 			if args.debug_file:
