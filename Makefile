@@ -60,32 +60,32 @@ setup:
 	@bash scripts/setup.sh $(SETUP_FLAGS) >&2
 
 coccicheck: setup
-	@$(NS) coccicheck --kdir "$(KDIR)" --mode "$(MODE)" --m "$(M)" \
-		--cocci "$(COCCI)" --spflags "$(SPFLAGS)" --debug-file "$(DEBUG_FILE)" \
-		-j "$(J)" -v "$(V)" --timeout "$(TIMEOUT)"
+	@$(NS) coccicheck --kdir="$(KDIR)" --mode="$(MODE)" --m="$(M)" \
+		--cocci="$(COCCI)" --spflags="$(SPFLAGS)" --debug-file="$(DEBUG_FILE)" \
+		--jobs="$(J)" --verbose="$(V)" --timeout="$(TIMEOUT)"
 
 check:
 	@bash scripts/setup.sh >&2
 	@$(PYTHON) scripts/dev/run_tests.py
 
 fixes: setup
-	@$(NS) fixes --kdir "$(KDIR)" --m "$(M)" --out "$(OUT)" --signoff "$(SIGNOFF)" \
-		-j "$(J)" -v "$(V)"
+	@$(NS) fixes --kdir="$(KDIR)" --m="$(M)" --out="$(OUT)" --signoff="$(SIGNOFF)" \
+		--jobs="$(J)" --verbose="$(V)"
 
 triage: setup
-	@$(NS) triage --kdir "$(KDIR)" --m "$(M)" --out "$(OUT)" --baseline "$(BASELINE)" -j "$(J)"
+	@$(NS) triage --kdir="$(KDIR)" --m="$(M)" --out="$(OUT)" --baseline="$(BASELINE)" --jobs="$(J)"
 
 boottest: setup
-	@$(NS) boottest --patches "$(PATCHES)" --kdir "$(KDIR)" --only "$(ONLY)"
+	@$(NS) boottest --patches="$(PATCHES)" --kdir="$(KDIR)" --only="$(ONLY)"
 
 runtime-proof: setup
-	@$(NS) runtime-proof --kdir "$(KDIR)" --rounds "$(ROUNDS)"
+	@$(NS) runtime-proof --kdir="$(KDIR)" --rounds="$(ROUNDS)"
 
 stress: setup
-	@$(NS) runtime-proof --kdir "$(KDIR)" --rounds 100000
+	@$(NS) runtime-proof --kdir="$(KDIR)" --rounds 100000
 
 bench: setup
-	@$(NS) bench --kdir "$(KDIR)" -j "$(J)"
+	@$(NS) bench --kdir="$(KDIR)" --jobs="$(J)"
 
 test-fast:
 	@$(PYTHON) scripts/dev/run_tests.py --fast

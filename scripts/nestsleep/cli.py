@@ -26,9 +26,18 @@ from nestsleep import cache_dir
 from nestsleep.common import run_user
 
 
+class Parser(argparse.ArgumentParser):
+	"""A bad option is bad input like any other: one line, exit 2 (not
+	argparse's usage block)."""
+
+	def error(self, message):
+		sys.stderr.write("%s: error: %s (see --help)\n" % (self.prog, message))
+		sys.exit(2)
+
+
 def knobs(mode=True):
 	"""The kernel coccicheck knobs, as a parent parser."""
-	p = argparse.ArgumentParser(add_help=False)
+	p = Parser(add_help=False)
 	p.add_argument("--kdir", required=True, help="the kernel tree (KDIR=)")
 	p.add_argument("--m", default="", help="directory relative to KDIR, or an external module dir (M=)")
 	if mode:
@@ -94,7 +103,7 @@ def _nsboot(name):
 
 
 def parser():
-	ap = argparse.ArgumentParser(prog="nestsleep", description="find and fix nested sleeps in Linux kernel wait loops")
+	ap = Parser(prog="nestsleep", description="find and fix nested sleeps in Linux kernel wait loops")
 	sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 	sub.required = True
 

@@ -252,5 +252,37 @@ class OddFilesTest(Base):
 		self.assertIn("3 unreadable", r.stderr.splitlines()[-1])
 
 
+class KnobsTest(Base):
+	"""Every knob's bad value: exit 2 and one line, before any work is done
+	(a bad --json or DEBUG_FILE used to surface as a traceback at the end)."""
+
+	def setUp(self):
+		super().setUp()
+		self.kdir = os.path.join(self.tmp, "tree")
+		write(os.path.join(self.kdir, "a.c"), SLEEPY)
+
+	def test_bad_numbers(self):
+		self.assertOneLineError(self.cli("--kdir", self.kdir, "-j", "abc"), "invalid int value: 'abc'")
+		self.assertOneLineError(self.cli("--kdir", self.kdir, "-v", "x"), "invalid int value: 'x'")
+		self.assertOneLineError(self.cli("--kdir", self.kdir, "--timeout", "-1"), "TIMEOUT=-1")
+
+	def test_unwritable_outputs(self):
+		self.assertOneLineError(self.cli("--kdir", self.kdir, "--debug-file", "/nonexistent/dir/f"),
+					"DEBUG_FILE=/nonexistent/dir/f")
+		self.assertOneLineError(self.cli("--kdir", self.kdir, "--json", "/nonexistent/dir/f.json"),
+					"/nonexistent/dir/f.json")
+		r = subprocess.run([PY, "-m", "nestsleep", "coccicheck", "--kdir", self.kdir, "--cache", "/proc/nestsleep"],
+				   capture_output=True, text=True, timeout=120)
+		self.assertOneLineError(r, "/proc/nestsleep")
+
+	def test_spflags_of_one_option_through_make(self):
+		"""SPFLAGS=--flag reached argparse as an option of its own."""
+		r = subprocess.run(["make", "-s", "-C", TOP, "coccicheck", "KDIR=" + self.kdir, "SPFLAGS=--very-quiet"],
+				   capture_output=True, text=True, timeout=300,
+				   env=dict(os.environ, NESTSLEEP_CACHE=self.cache))
+		self.assertEqual(r.returncode, 0, r.stderr)
+		self.assertIn("a.c:8:", r.stdout)
+
+
 if __name__ == "__main__":
 	unittest.main()

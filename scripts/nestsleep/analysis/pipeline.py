@@ -132,8 +132,38 @@ def check_inputs(a):
 	if _is_nestsleep_rule(a.cocci) and os.path.isfile(hints) and "--macro-file" not in a.spflags:
 		a.spflags = ["--macro-file", hints] + a.spflags
 	ext = check_m(a)
+	check_outputs(a)
 	check_kernel_tree(a.kdir)
 	return ext
+
+
+def _writable(path):
+	"""Why path cannot be written, or None."""
+	d = os.path.dirname(os.path.abspath(path))
+	if not os.path.isdir(d):
+		return "no such directory %s" % d
+	if os.path.isdir(path):
+		return "it is a directory"
+	if not os.access(d, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+		return "permission denied"
+	return None
+
+
+def check_outputs(a):
+	"""What the run will write, checked before it starts: a bad path would
+	otherwise surface as a traceback after minutes of work."""
+	if a.timeout <= 0:
+		raise UserError("TIMEOUT=%d: give spatch's per-file timeout as a positive number of seconds" % a.timeout)
+	for knob, path in (("DEBUG_FILE", a.debug_file), ("--json", a.json)):
+		why = path and _writable(path)
+		if why:
+			raise UserError("%s=%s: cannot write there (%s)" % (knob, path, why))
+	try:
+		os.makedirs(a.cache, exist_ok=True)
+		if not os.access(a.cache, os.W_OK):
+			raise PermissionError("permission denied")
+	except OSError as e:
+		raise UserError("cannot use %s as the cache (NESTSLEEP_CACHE): %s" % (a.cache, e.strerror or e))
 
 
 def check_m(a):
