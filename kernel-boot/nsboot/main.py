@@ -403,9 +403,17 @@ def add_exec_opts(p: argparse.ArgumentParser) -> None:
 	p.add_argument('--json', dest='json_path', help='write the results as JSON here')
 
 
+class Parser(argparse.ArgumentParser):
+	"""A bad option: one line on stderr and exit 2, not the usage block."""
+
+	def error(self, message):
+		sys.stderr.write(f'{self.prog}: error: {message} (see --help)\n')
+		sys.exit(2)
+
+
 def make_parser() -> argparse.ArgumentParser:
 	"""The nsboot argument parser."""
-	ap = argparse.ArgumentParser(prog='nsboot', description=__doc__.split('\n\n')[0],
+	ap = Parser(prog='nsboot', description=__doc__.split('\n\n')[0],
 				     formatter_class=argparse.RawDescriptionHelpFormatter)
 	sub = ap.add_subparsers(dest='subcommand', metavar='{run,config,build,exec,parse,proof,boottest}')
 	run = sub.add_parser('run', help='config + build + exec + parse')

@@ -275,6 +275,12 @@ class KnobsTest(Base):
 				   capture_output=True, text=True, timeout=120)
 		self.assertOneLineError(r, "/proc/nestsleep")
 
+	def test_boot_commands_bad_options(self):
+		for args, text in ((["runtime-proof", "--rounds", "abc"], "invalid int value: 'abc'"),
+				   (["boottest", "--patches", "x", "--bogus"], "unrecognized arguments: --bogus")):
+			r = subprocess.run([PY, "-m", "nestsleep"] + args, capture_output=True, text=True, timeout=120)
+			self.assertOneLineError(r, text)
+
 	def test_spflags_of_one_option_through_make(self):
 		"""SPFLAGS=--flag reached argparse as an option of its own."""
 		r = subprocess.run(["make", "-s", "-C", TOP, "coccicheck", "KDIR=" + self.kdir, "SPFLAGS=--very-quiet"],
