@@ -42,7 +42,7 @@ for arg in "$@"; do
 	--check) check_only=1 ;;
 	--no-tree) want_tree=0 ;;
 	-h | --help) usage; exit 0 ;;
-	*) say "unknown option: $arg"; usage >&2; exit 2 ;;
+	*) say "unknown option: $arg (see --help)"; exit 2 ;;
 	esac
 done
 

@@ -83,6 +83,11 @@ class SetupOutputTest(Base):
 			os.chmod(p, 0o755)
 		return dict(os.environ, PATH=bin_ + os.pathsep + os.environ["PATH"], NESTSLEEP_CACHE=self.cache)
 
+	def test_setup_bad_option(self):
+		r = subprocess.run(["bash", os.path.join(TOP, "scripts", "setup.sh"), "--bogus"],
+				   capture_output=True, text=True, timeout=60)
+		self.assertOneLineError(r, "unknown option: --bogus")
+
 	def test_setup_script_writes_nothing_to_stdout(self):
 		env = self.stubs()
 		r = subprocess.run(["bash", os.path.join(TOP, "scripts", "setup.sh"), "--no-tree"],
@@ -265,6 +270,11 @@ class KnobsTest(Base):
 		self.assertOneLineError(self.cli("--kdir", self.kdir, "-j", "abc"), "invalid int value: 'abc'")
 		self.assertOneLineError(self.cli("--kdir", self.kdir, "-v", "x"), "invalid int value: 'x'")
 		self.assertOneLineError(self.cli("--kdir", self.kdir, "--timeout", "-1"), "TIMEOUT=-1")
+
+	def test_bad_spflags(self):
+		"""spatch's refusal, in one line, before the scan (not after it)."""
+		r = self.cli("--kdir", self.kdir, "--spflags=--bogus-flag")
+		self.assertOneLineError(r, "SPFLAGS=--bogus-flag: spatch refused them: spatch: unknown option '--bogus-flag'")
 
 	def test_unwritable_outputs(self):
 		self.assertOneLineError(self.cli("--kdir", self.kdir, "--debug-file", "/nonexistent/dir/f"),

@@ -163,8 +163,9 @@ class Matcher:
 				# files, and none of it may be cached as their result
 				raise UserError("spatch was killed by signal %d; run again" % -proc.returncode)
 			if proc.returncode != 0 and not seen:
-				tail = "\n".join(err_text.strip().splitlines()[-5:])
-				raise UserError("spatch failed (exit %d): %s" % (proc.returncode, tail or "no message"))
+				last = (err_text.strip().splitlines() or ["no message"])[-1].strip()
+				raise UserError("spatch failed (exit %d): %s (all of its stderr: DEBUG_FILE=)" % (
+					proc.returncode, last))
 			for rel in rels:
 				if res[rel]["status"] == "ok" and not res[rel]["funcs"]:
 					names = self.tree.files[rel][1]

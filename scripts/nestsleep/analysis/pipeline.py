@@ -126,6 +126,7 @@ def check_inputs(a):
 	if not os.path.isfile(cocci):
 		raise UserError("COCCI=%s: no such rule file" % a.cocci)
 	a.cocci = os.path.abspath(cocci)
+	check_spflags(a.spflags)
 	# parsing hints that live beside the rule (scoped_guard and friends):
 	# without them spatch 1.1.1 drops every function that uses a guard
 	hints = os.path.join(os.path.dirname(a.cocci), "nestsleep.macros.h")
@@ -135,6 +136,25 @@ def check_inputs(a):
 	check_outputs(a)
 	check_kernel_tree(a.kdir)
 	return ext
+
+
+def check_spflags(spflags):
+	"""The user's SPFLAGS, tried on an empty file with a trivial rule
+	(a tenth of a second), so that spatch refuses them before the scan,
+	not minutes later."""
+	if not spflags:
+		return
+	with tempfile.TemporaryDirectory(prefix="nestsleep-") as d:
+		rule, empty = os.path.join(d, "t.cocci"), os.path.join(d, "t.c")
+		with open(rule, "w") as f:
+			f.write("@@\n@@\n- nestsleep_no_such_call();\n")
+		open(empty, "w").close()
+		r = subprocess.run(["spatch", "--sp-file", rule, "--very-quiet", empty] + spflags,
+				   capture_output=True, text=True)
+	if r.returncode != 0:
+		lines = [l.strip() for l in r.stderr.splitlines() if l.strip()]
+		first = next((l for l in lines if l.startswith("spatch:") or "rror" in l), lines[0] if lines else "")
+		raise UserError("SPFLAGS=%s: spatch refused them: %s" % (" ".join(spflags), first or "exit %d" % r.returncode))
 
 
 def _writable(path):
