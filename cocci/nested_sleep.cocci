@@ -708,6 +708,36 @@ if str(S).strip() == "TASK_RUNNING" or not ns_record(
     cocci.include_match(False)
 
 // ---------------------------------------------------------------------------
+// The window's own sleep.  A call in a prepare_to_wait*() or
+// set_current_state() window that reaches schedule() through a helper is
+// the sleep the window was opened for, unless another sleep can follow it
+// before the window ends.  This rule marks the calls that such a later
+// sleep follows; the driver keeps a schedule() chain only for those.
+
+@later depends on !context && !org && !report exists@
+identifier f : script:python() { ns_window(f) };
+identifier s =~ "^(__schedule|blk_io_schedule|do_wait_intr|do_wait_intr_irq|freezable_schedule|freezable_schedule_timeout|freezable_schedule_unsafe|io_schedule|io_schedule_timeout|memalloc_retry_wait|preempt_schedule_common|schedule|schedule_hrtimeout|schedule_hrtimeout_range|schedule_hrtimeout_range_clock|schedule_idle|schedule_preempt_disabled|schedule_rtlock|schedule_timeout|schedule_timeout_idle|schedule_timeout_interruptible|schedule_timeout_killable|schedule_timeout_uninterruptible|wait_woken)$"; // generated: state_restore.sleeps
+identifier n =~ "^(finish_swait|finish_wait)$"; // generated: state_restore.without_sleep
+identifier st = {set_current_state, __set_current_state, set_special_state}; // generated: state_setters.set
+identifier sp = {prepare_to_wait, prepare_to_wait_exclusive, prepare_to_wait_event}; // generated: state_setters.prepare
+expression E;
+position p;
+@@
+
+\( f@p(...) \| E->f@p(...) \| E.f@p(...) \)
+... when != n(...)
+    when != st(...)
+    when != sp(...)
+s(...)
+
+@script:python@
+p << later.p;
+@@
+if NS_RAW:
+    coccinelle.ns_recs.append({"shape": "later", "file": p[0].file,
+                               "cline": int(p[0].line), "ccol": int(p[0].column)})
+
+// ---------------------------------------------------------------------------
 // Shape 4: a helper that may return with the task still non-running (a
 // "carrier", found by the driver), then a call that may sleep before the
 // state is restored, possibly in the next iteration of a loop.

@@ -4,7 +4,9 @@
 The .cocci files must also work alone, under the kernel's own coccicheck, so
 they carry a copy of the sleeping primitives.  This script writes that copy
 between the BEGIN/END GENERATED markers and into the lines tagged
-'// generated: state_restore' and '// generated: state_setters.KEY'.  With --check it only reports whether the
+'// generated: state_restore', '// generated: state_restore.sleeps' and
+'.without_sleep' (the calls that end the window by sleeping, and the others) and
+'// generated: state_setters.KEY'.  With --check it only reports whether the
 files agree with the data (exit 1 if not); 'make check' runs that ('python3 -m nestsleep gen-builtin [--check]').
 """
 
@@ -77,7 +79,7 @@ def render(info):
 
 BEGIN = "# BEGIN GENERATED from cocci/sleep_info.json by python3 -m nestsleep gen-builtin; do not edit\n"
 END = "# END GENERATED\n"
-RESTORE_LINE = re.compile(r'^(identifier \w+ =~ ")[^"]*(";\s*// generated: state_restore)$', re.M)
+RESTORE_LINE = re.compile(r'^(identifier \w+ =~ ")[^"]*(";\s*// generated: state_restore(\.\w+)?)$', re.M)
 SETTER_LINE = re.compile(r'^(identifier \w+ = \{)[^}]*(\};\s*// generated: state_setters\.(\w+))$', re.M)
 
 
@@ -86,8 +88,14 @@ def regenerate(text, info):
 	e = text.index(END)
 	text = text[:b] + render(info) + text[e:]
 	names = sorted(set(info["state_restore"]["functions"]))
-	regex = "^(" + "|".join(names) + ")$"
-	text = RESTORE_LINE.sub(lambda m: m.group(1) + regex + m.group(2), text)
+	quiet = sorted(set(info["state_restore"]["without_sleep"]))
+	# state_restore: every call that ends the window; .sleeps: those that
+	# end it by sleeping; .without_sleep: the others (finish_wait())
+	lists = {None: names, ".sleeps": sorted(set(names) - set(quiet)), ".without_sleep": quiet}
+
+	def regex(m):
+		return m.group(1) + "^(" + "|".join(lists[m.group(3)]) + ")$" + m.group(2)
+	text = RESTORE_LINE.sub(regex, text)
 	return SETTER_LINE.sub(lambda m: m.group(1) + ", ".join(info["state_setters"][m.group(3)]) + m.group(2), text)
 
 

@@ -194,6 +194,7 @@ class SummarizeTest(unittest.TestCase):
 		ana = Analysis.__new__(Analysis)
 		ana.nodes = {k: nodes[k] for k in order}
 		ana.summarize()
+		self.ana = ana
 		return ana.summary, A
 
 	def test_order_independent(self):
@@ -203,6 +204,18 @@ class SummarizeTest(unittest.TestCase):
 		s2, _ = self.graph(list(reversed(keys)))
 		self.assertEqual(s1, s2)
 		self.assertEqual(s1[a].chain, ("wait_acct_move", "prepare_to_wait"))
+
+	def test_without_a_group(self):
+		"""The summaries that avoid the schedule group: over_high (which only
+		schedules) has none, and outer keeps a chain that sleeps another way."""
+		keys = [("a.c", "outer", "f"), ("a.c", "over_high", "f"), ("b.c", "wait_acct_move", "f"),
+			("c.c", "deep", "f"), ("c.c", "deeper", "f")]
+		s, a = self.graph(keys)
+		without = self.ana.summary_without("schedule")
+		self.assertEqual(s[("a.c", "over_high", "f")].group, "schedule")
+		self.assertNotIn(("a.c", "over_high", "f"), without)
+		self.assertEqual(without[a].chain, ("wait_acct_move", "prepare_to_wait"))
+		self.assertIs(self.ana.summary_without("schedule"), without)
 
 
 class CliTest(unittest.TestCase):

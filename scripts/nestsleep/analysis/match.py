@@ -137,7 +137,7 @@ class Matcher:
 			with open(out_path, "rb") as f:
 				out = f.read().decode("utf-8", "replace")
 			byabs = {self.tree.abs[r]: r for r in rels}
-			res = {r: {"status": "ok", "recs": [], "funcs": []} for r in rels}
+			res = {r: {"status": "ok", "recs": [], "funcs": [], "later": []} for r in rels}
 			seen = set()
 			for line in out.splitlines():
 				if not line.startswith("NESTSLEEP "):
@@ -150,6 +150,8 @@ class Matcher:
 				rec["file"] = rel
 				if rec["shape"] == "function":
 					res[rel]["funcs"].append(rec["func"])
+				elif rec["shape"] == "later":
+					res[rel]["later"].append([rec["cline"], rec["ccol"]])
 				else:
 					res[rel]["recs"].append(rec)
 			for m in re.finditer(r"^EXN: (.*) in (\S+)\s*$", err_text, re.M):

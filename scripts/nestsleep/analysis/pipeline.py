@@ -305,6 +305,37 @@ def tree_knowledge(tree, facts, ana, kn, cache, times):
 	return waiters, carriers, window, wait_files
 
 
+# the shapes whose window the rule sees whole, from the state set to its end
+WINDOW_SHAPES = ("set_current_state", "prepare_to_wait")
+
+
+def site_paths(site_targets, ana, later):
+	"""The SitePaths of each wait site, keyed by (file, line, col, colend).
+	later holds the (file, line, col) of window calls that another sleep
+	can follow before the window ends (the rule's 'later' matches)."""
+	findings = {}
+	for r, c, tg in site_targets:
+		w = ana.witness(c, tg, ana.summary, r.file)
+		if (w is not None and w.group == "schedule" and r.shape in WINDOW_SHAPES
+		    and (r.file, r.cline, r.ccol) not in later):
+			# no sleep can follow the call in its window: the schedule()
+			# it reaches is the sleep the window was opened for.  Only a
+			# chain that sleeps another way on the way is nested.
+			w = ana.witness(c, tg, ana.summary_without("schedule"), r.file, exclude=("schedule",))
+		if w is None:
+			continue
+		key = (r.file, r.line, r.col, r.colend)
+		pen = w.penalty
+		shape = r.shape
+		if shape == "carried_state":
+			pen = max(pen, 1)
+		if shape in ("set_current_state", "prepare_to_wait", "carried_state") and w.group == "schedule":
+			pen = max(pen, 3)
+		locs = ((r.file, r.cline),) + w.locs[1:]
+		findings.setdefault(key, []).append(SitePath(r, w.chain, w.effect, w.group, pen, locs))
+	return findings
+
+
 def analyse(a, ext):
 	t_start = time.time()
 	kn = Knowledge()
@@ -396,20 +427,8 @@ def analyse(a, ext):
 	ana.summarize()
 	times["resolve"] = time.time() - t
 
-	findings = {}
-	for r, c, tg in site_targets:
-		w = ana.witness(c, tg, ana.summary, r.file)
-		if w is None:
-			continue
-		key = (r.file, r.line, r.col, r.colend)
-		pen = w.penalty
-		shape = r.shape
-		if shape == "carried_state":
-			pen = max(pen, 1)
-		if shape in ("set_current_state", "prepare_to_wait", "carried_state") and w.group == "schedule":
-			pen = max(pen, 3)
-		locs = ((r.file, r.cline),) + w.locs[1:]
-		findings.setdefault(key, []).append(SitePath(r, w.chain, w.effect, w.group, pen, locs))
+	later = set((rel, line, col) for rel in targets for line, col in results[rel].get("later", ()))
+	findings = site_paths(site_targets, ana, later)
 	out = []
 	for key in sorted(findings):
 		paths = sorted(findings[key], key=lambda p: (p.penalty, p.site.cline, p.site.ccol))

@@ -20,6 +20,7 @@ class Analysis:
 		self.tree, self.facts, self.kn = tree, facts, kn
 		self.nodes = {}       # (file, name) -> {"calls": [(call, targets)], "annotate": line}
 		self.summary = {}     # node -> its best Witness
+		self.summaries_without = {}  # group -> summaries avoiding it
 		self._resolve_cache = {}
 
 	# -- definitions ------------------------------------------------------
@@ -196,6 +197,13 @@ class Analysis:
 	def summarize(self):
 		"""Summaries of every node of the graph (summarize.summarize)."""
 		self.summary = summarize_mod.summarize(self.nodes, MAX_ROUNDS)
+		self.summaries_without = {}
 
-	def witness(self, c, tg, summ, at):
-		return summarize_mod.witness(c, tg, summ, at)
+	def summary_without(self, group):
+		"""Summaries whose chains do not end in group (computed once)."""
+		if group not in self.summaries_without:
+			self.summaries_without[group] = summarize_mod.summarize(self.nodes, MAX_ROUNDS, exclude=(group,))
+		return self.summaries_without[group]
+
+	def witness(self, c, tg, summ, at, exclude=()):
+		return summarize_mod.witness(c, tg, summ, at, exclude)

@@ -5,20 +5,21 @@ witness chain down to a sleeping primitive (cocci/sleep_info.json)."""
 from nestsleep.model import Witness
 
 
-def summarize(nodes, rounds):
+def summarize(nodes, rounds, exclude=()):
 	"""Best witness chain from each node to a sleeping primitive: fewest
 	doubts, then shortest, then by name (Witness.order()).  Rounds read only the
 	previous round's summaries, so the result does not depend on the
 	order in which the graph was built; a node's witness is replaced
 	whenever a better one appears, until nothing changes or after rounds
-	rounds."""
+	rounds.  Chains that end in a primitive of a group in exclude are not
+	considered."""
 	summ = {}
 	for _ in range(rounds):
 		nxt = dict(summ)
 		for node, d in nodes.items():
 			best = summ.get(node)
 			for c, tg in d["calls"]:
-				w = witness(c, tg, summ, node[0])
+				w = witness(c, tg, summ, node[0], exclude)
 				if w is not None and w.better_than(best):
 					best = w
 			if best is not None:
@@ -29,11 +30,14 @@ def summarize(nodes, rounds):
 	return summ
 
 
-def witness(c, tg, summ, at):
+def witness(c, tg, summ, at, exclude=()):
 	"""The best Witness through call c (made in file at) whose CallTarget
-	is tg, given the summaries summ of the callees; or None."""
+	is tg, given the summaries summ of the callees; or None.  A primitive
+	of a group in exclude is no witness."""
 	here = ((at, c["line"]),)
 	if tg.kind == "prim":
+		if tg.group in exclude:
+			return None
 		pen = 1 if c["name"] in ("might_sleep_if",) else 0
 		return Witness((c["name"],), tg.effect, tg.group, pen, here)
 	if tg.kind not in ("direct", "pointer"):
