@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Idempotent set-up for nestsleep on Debian 12: install required packages and unpack the kernel tree.
 #
-# Usage: scripts/setup.sh [--check] [--no-tree]
+# Usage: scripts/setup.sh [--check] [--no-tree] [--tree=VERSION]
 #   --check    only report what is missing (exit 1 if anything is, 0 if not); install nothing
 #   --no-tree  do not unpack (or, with --check, do not look for) the kernel source tree
+#   --tree=V   the Debian linux-source-V package and tree (default 6.1; 6.12 for make check)
 # Environment:
 #   NESTSLEEP_CACHE  cache directory (default: $HOME/.cache/nestsleep)
-#   KSRC_TARBALL     kernel source tarball (default: /usr/src/linux-source-6.1.tar.xz)
+#   KSRC_TARBALL     kernel source tarball (default: /usr/src/linux-source-V.tar.xz)
 # Output: all on stderr, as make coccicheck runs this before the checker,
 # whose stdout is the findings; only --help writes to stdout.
 # Exit status: 0 ok, 1 --check found something missing or unpacking failed,
@@ -15,8 +16,8 @@
 
 set -euo pipefail
 
-readonly PACKAGES=(
-	coccinelle sparse qemu-system-x86 linux-source-6.1 busybox-static
+PACKAGES=(
+	coccinelle sparse qemu-system-x86 busybox-static
 	flex bison bc libelf-dev libssl-dev cpio build-essential python3
 	python3-jsonschema git universal-ctags xz-utils time
 )
@@ -26,21 +27,22 @@ readonly TOOLS=(
 	/usr/bin/python3:python3 /bin/busybox:busybox-static make:make gcc:gcc
 	flex:flex bison:bison bc:bc
 )
-readonly TREE_NAME=linux-source-6.1
 
 say() { printf 'nestsleep setup: %s\n' "$*" >&2; }
 die() { say "$1"; exit "${2:-1}"; }
 
 usage() { # prints to stdout; callers redirect
-	sed -n 's/^# \{0,1\}//; 5,14p' "$0"
+	sed -n 's/^# \{0,1\}//; 5,15p' "$0"
 }
 
 check_only=0
 want_tree=1
+version=6.1
 for arg in "$@"; do
 	case "$arg" in
 	--check) check_only=1 ;;
 	--no-tree) want_tree=0 ;;
+	--tree=6.1 | --tree=6.12) version="${arg#--tree=}" ;;
 	-h | --help) usage; exit 0 ;;
 	*) say "unknown option: $arg (see --help)"; exit 2 ;;
 	esac
@@ -52,7 +54,10 @@ if [[ -z "${NESTSLEEP_CACHE:-}" ]]; then
 fi
 [[ "$NESTSLEEP_CACHE" == /* ]] || NESTSLEEP_CACHE="$PWD/$NESTSLEEP_CACHE"
 NESTSLEEP_CACHE="${NESTSLEEP_CACHE%/}"
-KSRC_TARBALL="${KSRC_TARBALL:-/usr/src/linux-source-6.1.tar.xz}"
+readonly TREE_NAME="linux-source-$version"
+PACKAGES+=("$TREE_NAME")
+readonly PACKAGES
+KSRC_TARBALL="${KSRC_TARBALL:-/usr/src/$TREE_NAME.tar.xz}"
 tree="$NESTSLEEP_CACHE/$TREE_NAME"
 
 is_root=0

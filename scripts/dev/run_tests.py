@@ -45,6 +45,7 @@ import time
 import unittest
 
 from nestsleep import TOP, cache_dir, ktree
+from nestsleep.triage import treeid
 
 PY = "/usr/bin/python3"
 CACHE = cache_dir()
@@ -444,6 +445,60 @@ def patched_copy(patch, files):
 	return tree, ""
 
 
+def true_findings(findings, labels):
+	"""The findings of a committed report that a hand label calls true."""
+	return [f for f in findings if labels.get(f["fingerprint"], {}).get("verdict") == "true"]
+
+
+def lost_true(want, got):
+	"""The findings of want (true ones) with no finding at the same wait
+	site (file and line) in got.  The site, not the fingerprint: a better
+	chain for the same site is no loss."""
+	sites = set((f["file"], f["line"]) for f in got)
+	return [f for f in want if (f["file"], f["line"]) not in sites]
+
+
+def labelled_checks(res, only):
+	"""Every finding labelled true in reports/labels/ is still reported:
+	the checker runs on the files of those findings (wait sites and chain
+	hops) in the tree the labels were made on."""
+	trees = {}
+	for name in sorted(os.listdir(CACHE)):
+		if name.startswith("linux-source-") and os.path.isfile(os.path.join(CACHE, name, "Makefile")):
+			trees[treeid.tree_id(os.path.join(CACHE, name))] = os.path.join(CACHE, name)
+	for lpath in sorted(glob.glob(os.path.join(TOP, "reports", "labels", "*.json"))):
+		tid = os.path.basename(lpath)[:-5]
+		name = "labelled/" + tid
+		if only and only not in name:
+			continue
+		t = time.time()
+		if tid not in trees:
+			res.add(name, False, 0, "no tree %s under %s (run make setup)" % (tid, CACHE))
+			continue
+		with open(lpath) as f:
+			labels = json.load(f)["labels"]
+		with open(os.path.join(TOP, "reports", tid, "findings.json")) as f:
+			want = true_findings(json.load(f)["findings"], labels)
+		files = sorted(set([f["file"] for f in want] + [l.rsplit(":", 1)[0] for f in want for l in f["chain_locs"]]))
+		out_json = tempfile.mktemp(prefix="nestsleep-lab-", suffix=".json")
+		try:
+			proc = run_tool(trees[tid], ["--only"] + files + ["--json", out_json], timeout=1500, cache=CACHE)
+			if proc.returncode != 0 or not os.path.exists(out_json):
+				res.add(name, False, time.time() - t, proc.stderr[-3000:])
+				continue
+			with open(out_json) as f:
+				lost = lost_true(want, json.load(f)["findings"])
+			detail = "".join("lost a true finding: %s:%d %s() (%s)\n" % (
+				f["file"], f["line"], f["function"], " -> ".join(f["chain"])) for f in lost)
+			detail += "%d true findings, %d files\n" % (len(want), len(files))
+			res.add(name, not lost and bool(want), time.time() - t, detail)
+		except subprocess.TimeoutExpired:
+			res.add(name, False, time.time() - t, "timed out")
+		finally:
+			if os.path.exists(out_json):
+				os.unlink(out_json)
+
+
 CHECK_TIMEOUT = int(os.environ.get("NESTSLEEP_CHECK_TIMEOUT", "2400"))
 
 
@@ -506,8 +561,9 @@ def main(argv):
 	res = Results()
 	t0 = time.time()
 	for stage, fn in (("unit", unit_tests), ("report fixtures", report_fixtures), ("patch fixtures", patch_fixtures),
-			  ("kernel coccicheck", standalone_fixtures), ("real tree", realtree_checks)):
-		if a.fast and stage in ("real tree", "kernel coccicheck"):
+			  ("kernel coccicheck", standalone_fixtures), ("real tree", realtree_checks),
+			  ("labelled findings", labelled_checks)):
+		if a.fast and stage in ("real tree", "kernel coccicheck", "labelled findings"):
 			continue
 		t = time.time()
 		print("== %s" % stage, flush=True)

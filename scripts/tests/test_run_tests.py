@@ -98,5 +98,24 @@ class UnitRunnerTest(unittest.TestCase):
 		self.assertEqual((r.passed, r.failed, r.skipped), (["unit/WithFixture.test_sees_the_fixture"], [], []))
 
 
+
+class LabelledTest(unittest.TestCase):
+	"""The 'labelled findings' stage: a true finding whose wait site is no
+	longer reported is lost; a harmless or false one may go; a site
+	reported with another chain is kept."""
+
+	def test_lost_true(self):
+		def f(fp, file, line, chain=("mutex_lock",)):
+			return {"fingerprint": fp, "file": file, "line": line, "function": "fn", "chain": list(chain)}
+		old = [f("a", "x.c", 10), f("b", "x.c", 20), f("c", "y.c", 5), f("d", "y.c", 9)]
+		labels = {"a": {"verdict": "true"}, "b": {"verdict": "true"}, "c": {"verdict": "harmless"},
+			  "d": {"verdict": "false-positive"}}
+		want = run_tests.true_findings(old, labels)
+		self.assertEqual([x["fingerprint"] for x in want], ["a", "b"])
+		new = [f("a2", "x.c", 10, ("helper", "down"))]
+		self.assertEqual([x["fingerprint"] for x in run_tests.lost_true(want, new)], ["b"])
+		self.assertEqual(run_tests.lost_true(want, new + [f("b", "x.c", 20)]), [])
+
+
 if __name__ == "__main__":
 	unittest.main()
