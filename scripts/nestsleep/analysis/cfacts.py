@@ -343,9 +343,22 @@ def returns_nonrunning(toks, lo, hi, restore, words):
 			elif v in restore:
 				armed = None
 		elif k == "id" and v == "return" and armed is not None:
-			return armed, True
+			if not _returns_restore(toks, i + 1, hi, restore):
+				return armed, True
 		i += 1
 	return armed, sets
+
+
+def _returns_restore(toks, lo, hi, restore):
+	"""Whether the return expression from lo calls a window-ending
+	function ('return schedule_timeout(t);'): it runs before the
+	function returns, so this return leaves in TASK_RUNNING."""
+	i = lo
+	while i < hi and toks[i][1] != ";":
+		if toks[i][0] == "id" and toks[i][1] in restore and i + 1 < hi and toks[i + 1][1] == "(":
+			return True
+		i += 1
+	return False
 
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
