@@ -36,7 +36,8 @@ class Knowledge:
 			self.scoped_calls |= frozenset(g.get("scoped_calls", ()))
 		ss = self.info["state_setters"]
 		self.words = Words(set=frozenset(ss["set"]), prepare=frozenset(ss["prepare"]),
-				   running=frozenset(ss["running"]), annotations=frozenset(self.annotations),
+				   running=frozenset(ss["running"]), on_zero=frozenset(ss.get("on_zero", ())),
+				   annotations=frozenset(self.annotations),
 				   guards=self.guard_calls)
 		# waiters-table state name -> (TASK_* expression, signal test or None)
 		self.states = {k: (v["task_state"], v["signal_test"]) for k, v in self.info["states"]["table"].items()}

@@ -75,10 +75,12 @@ class Words:
 	"""Kernel names, from cocci/sleep_info.json (Knowledge.words):
 	set and prepare, the task-state setters (state_setters); running, those
 	that end a window when called with TASK_RUNNING; annotations, calls that
-	mark a nested sleep as checked; guards, the scope-based lock guards."""
+	mark a nested sleep as checked; guards, the scope-based lock guards;
+	on_zero, the setters that set the state only when they return 0."""
 	set: frozenset = frozenset()
 	prepare: frozenset = frozenset()
 	running: frozenset = frozenset()
+	on_zero: frozenset = frozenset()
 	annotations: frozenset = frozenset()
 	guards: frozenset = frozenset()
 
@@ -322,11 +324,15 @@ def returns_nonrunning(toks, lo, hi, restore, words):
 	(schedule*(), finish_wait(), __set_current_state(TASK_RUNNING), ...)?"""
 	armed = None
 	sets = False
+	zero_var = None	# holds the value of an on_zero setter (ret = prepare_to_wait_event())
 	i = lo
 	while i < hi:
 		k, v, ln = toks[i]
 		if k == "id" and i + 1 < hi and toks[i + 1][1] == "(":
 			if v in words.set or v in words.prepare:
+				zero_var = None
+				if v in words.on_zero and i >= 2 and toks[i - 1][1] == "=" and toks[i - 2][0] == "id":
+					zero_var = toks[i - 2][1]
 				running, rp = _state_arg_running(toks, i) if v in words.set else (False, i)
 				if running:
 					armed = None
@@ -343,10 +349,28 @@ def returns_nonrunning(toks, lo, hi, restore, words):
 			elif v in restore:
 				armed = None
 		elif k == "id" and v == "return" and armed is not None:
-			if not _returns_restore(toks, i + 1, hi, restore):
+			if not _returns_restore(toks, i + 1, hi, restore) and not _on_nonzero(toks, lo, i, zero_var):
 				return armed, True
 		i += 1
 	return armed, sets
+
+
+def _on_nonzero(toks, lo, i, var):
+	"""Whether the return at i is the body of 'if (var)' (or 'var < 0',
+	'var != 0'), var holding an on_zero setter's value: the setter did not
+	set the state on that path."""
+	if var is None:
+		return False
+	j = i - 1
+	if j < lo or toks[j][1] != ")":
+		return False
+	o = j - 1
+	while o > lo and toks[o][1] != "(":
+		o -= 1
+	if o - 1 < lo or toks[o - 1][1] != "if":
+		return False
+	test = [t[1] for t in toks[o + 1:j]]
+	return test in ([var], [var, "<", "0"], [var, "!=", "0"])
 
 
 def _returns_restore(toks, lo, hi, restore):
