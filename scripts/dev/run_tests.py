@@ -370,6 +370,21 @@ def standalone_fixtures(res, only):
 			shutil.rmtree(tmp, ignore_errors=True)
 
 
+def findings_in(tree, files, timeout):
+	"""Run the checker on files of tree: (findings.json data, None), or
+	(None, why) when it failed.  subprocess.TimeoutExpired passes on."""
+	out_json = tempfile.mktemp(prefix="nestsleep-rt-", suffix=".json")
+	try:
+		proc = run_tool(tree, ["--only"] + files + ["--json", out_json], timeout=timeout, cache=CACHE)
+		if proc.returncode != 0 or not os.path.exists(out_json):
+			return None, proc.stderr[-3000:]
+		with open(out_json) as f:
+			return json.load(f), None
+	finally:
+		if os.path.exists(out_json):
+			os.unlink(out_json)
+
+
 def realtree_checks(res, only):
 	"""Functions already fixed upstream must not be reported."""
 	for spec_path in sorted(glob.glob(os.path.join(TOP, "fixtures", "realtree", "*.json"))):
@@ -382,7 +397,6 @@ def realtree_checks(res, only):
 		if not os.path.isfile(os.path.join(KTREE, "Makefile")):
 			res.add(name, False, 0, "no kernel tree at %s (run make setup)" % KTREE)
 			continue
-		out_json = tempfile.mktemp(prefix="nestsleep-rt-", suffix=".json")
 		tree = KTREE
 		try:
 			if spec.get("apply"):
@@ -390,41 +404,34 @@ def realtree_checks(res, only):
 				if err:
 					res.add(name, False, time.time() - t, err)
 					continue
-			proc = run_tool(tree, ["--only"] + spec["files"] + ["--json", out_json],
-					timeout=spec.get("timeout", 1200), cache=CACHE)
-			detail = ""
-			ok = proc.returncode == 0 and os.path.exists(out_json)
-			if ok:
-				with open(out_json) as f:
-					data = json.load(f)
-				bad = [fd for fd in data["findings"] if fd["function"] in spec["must_not_report"]]
-				for fd in data["findings"]:
-					with open(os.path.join(tree, fd["file"]), errors="replace") as src:
-						text = src.read().splitlines()[fd["line"] - 1]
-					if any(s in text for s in spec.get("must_not_report_lines_containing", [])) and fd not in bad:
-						bad.append(fd)
-				for fd in bad:
-					detail += "reported a fixed site: %s:%d %s\n" % (fd["file"], fd["line"], fd["message"])
-				for want in spec.get("must_report", []):
-					if not any(fd["file"] == want["file"] and
-						   ("chain_contains" not in want or want["chain_contains"] in fd["chain"]) and
-						   ("function" not in want or want["function"] == fd["function"])
-						   for fd in data["findings"]):
-						detail += "missed the positive control in %s (%s)\n" % (
-							want["file"], want.get("chain_contains") or want.get("function"))
-				cov = data["coverage"]
-				if cov["failed"] or cov["timeout"]:
-					detail += "note: parse failures %s, timeouts %s\n" % (cov["failed"], cov["timeout"])
-				ok = not bad and "missed" not in detail
-				detail += "findings in these files: %d\n" % len(data["findings"])
-			else:
-				detail = proc.stderr[-3000:]
+			data, err = findings_in(tree, spec["files"], spec.get("timeout", 1200))
+			if data is None:
+				res.add(name, False, time.time() - t, err)
+				continue
+			bad = [fd for fd in data["findings"] if fd["function"] in spec["must_not_report"]]
+			for fd in data["findings"]:
+				with open(os.path.join(tree, fd["file"]), errors="replace") as src:
+					text = src.read().splitlines()[fd["line"] - 1]
+				if any(s in text for s in spec.get("must_not_report_lines_containing", [])) and fd not in bad:
+					bad.append(fd)
+			detail = "".join("reported a fixed site: %s:%d %s\n" % (fd["file"], fd["line"], fd["message"])
+					 for fd in bad)
+			for want in spec.get("must_report", []):
+				if not any(fd["file"] == want["file"] and
+					   ("chain_contains" not in want or want["chain_contains"] in fd["chain"]) and
+					   ("function" not in want or want["function"] == fd["function"])
+					   for fd in data["findings"]):
+					detail += "missed the positive control in %s (%s)\n" % (
+						want["file"], want.get("chain_contains") or want.get("function"))
+			cov = data["coverage"]
+			if cov["failed"] or cov["timeout"]:
+				detail += "note: parse failures %s, timeouts %s\n" % (cov["failed"], cov["timeout"])
+			ok = not bad and "missed" not in detail
+			detail += "findings in these files: %d\n" % len(data["findings"])
 			res.add(name, ok, time.time() - t, detail)
 		except subprocess.TimeoutExpired:
 			res.add(name, False, time.time() - t, "timed out")
 		finally:
-			if os.path.exists(out_json):
-				os.unlink(out_json)
 			if tree != KTREE:
 				shutil.rmtree(os.path.dirname(tree), ignore_errors=True)
 
@@ -480,23 +487,19 @@ def labelled_checks(res, only):
 		with open(os.path.join(TOP, "reports", tid, "findings.json")) as f:
 			want = true_findings(json.load(f)["findings"], labels)
 		files = sorted(set([f["file"] for f in want] + [l.rsplit(":", 1)[0] for f in want for l in f["chain_locs"]]))
-		out_json = tempfile.mktemp(prefix="nestsleep-lab-", suffix=".json")
 		try:
-			proc = run_tool(trees[tid], ["--only"] + files + ["--json", out_json], timeout=1500, cache=CACHE)
-			if proc.returncode != 0 or not os.path.exists(out_json):
-				res.add(name, False, time.time() - t, proc.stderr[-3000:])
-				continue
-			with open(out_json) as f:
-				lost = lost_true(want, json.load(f)["findings"])
-			detail = "".join("lost a true finding: %s:%d %s() (%s)\n" % (
-				f["file"], f["line"], f["function"], " -> ".join(f["chain"])) for f in lost)
-			detail += "%d true findings, %d files\n" % (len(want), len(files))
-			res.add(name, not lost and bool(want), time.time() - t, detail)
+			data, err = findings_in(trees[tid], files, 1500)
 		except subprocess.TimeoutExpired:
 			res.add(name, False, time.time() - t, "timed out")
-		finally:
-			if os.path.exists(out_json):
-				os.unlink(out_json)
+			continue
+		if data is None:
+			res.add(name, False, time.time() - t, err)
+			continue
+		lost = lost_true(want, data["findings"])
+		detail = "".join("lost a true finding: %s:%d %s() (%s)\n" % (
+			f["file"], f["line"], f["function"], " -> ".join(f["chain"])) for f in lost)
+		detail += "%d true findings, %d files\n" % (len(want), len(files))
+		res.add(name, not lost and bool(want), time.time() - t, detail)
 
 
 CHECK_TIMEOUT = int(os.environ.get("NESTSLEEP_CHECK_TIMEOUT", "2400"))

@@ -329,7 +329,7 @@ def site_paths(site_targets, ana, later):
 		shape = r.shape
 		if shape == "carried_state":
 			pen = max(pen, 1)
-		if shape in ("set_current_state", "prepare_to_wait", "carried_state") and w.group == "schedule":
+		if shape in WINDOW_SHAPES + ("carried_state",) and w.group == "schedule":
 			pen = max(pen, 3)
 		locs = ((r.file, r.cline),) + w.locs[1:]
 		findings.setdefault(key, []).append(SitePath(r, w.chain, w.effect, w.group, pen, locs))
