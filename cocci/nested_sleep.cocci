@@ -483,6 +483,7 @@ NS_SETTERS = [
     'set_current_state', '__set_current_state', 'set_special_state',
     'prepare_to_wait', 'prepare_to_wait_exclusive', 'prepare_to_wait_event',
 ]
+NS_THREAD_EXIT = ('rwsem', 'warns')
 # END GENERATED
 
 NS_RAW = os.environ.get("NESTSLEEP_RAW", "") not in ("", "0")
@@ -535,6 +536,13 @@ def ns_window(f):
 def ns_is_carrier(g):
     return g in NS_CARRIERS
 
+# thread functions: the driver's whole-tree set, or those the thr rule
+# saw passed to a thread creator in the file being read
+ns_threads_here = set()
+
+def ns_is_thread(t):
+    return t in ns_threads_here
+
 def ns_args(s):
     out, cur, depth = [], "", 0
     for c in s:
@@ -586,6 +594,8 @@ def ns_record(shape, site, p0, f, p, al, kind, base, extra):
         keep = ns_pos(p) in NS_KEEP
     else:
         b = None if kind != "call" else ns_builtin(f, al)
+        if shape == "thread_exit":
+            b = NS_THREAD_EXIT
         keep = b is not None
         if keep:
             rec["group"], rec["effect"] = b
@@ -771,6 +781,60 @@ if f == g or not ns_record("carried_state", g, p0[0], f, p[0], str(al),
     cocci.include_match(False)
 
 // ---------------------------------------------------------------------------
+// Shape 5: a thread function (the first argument of kthread_run() and
+// friends) that returns with the task state still set.  kthread() then
+// calls kthread_exit(), and the exit path sleeps (sleep_info.json
+// thread_exit): w1_process() before 36225a7c72e9.  A path through a call
+// that may sleep is left out: that call resets the state (and is itself a
+// finding).  Alone, the rule knows the thread functions of the file it
+// reads; the driver gives those of the whole tree.
+
+@thr@
+identifier kc = {kthread_run, kthread_run_on_cpu, kthread_create, kthread_create_on_node, kthread_create_on_cpu}; // generated: tasks.creators
+identifier t;
+@@
+
+kc(\(t\|&t\), ...)
+
+@script:python@
+t << thr.t;
+@@
+ns_threads_here.add(t)
+
+@texit exists@
+identifier t : script:python() { ns_is_thread(t) };
+identifier scs = {set_current_state, __set_current_state, set_special_state}; // generated: state_setters.set
+identifier r =~ "^(__schedule|blk_io_schedule|do_wait_intr|do_wait_intr_irq|finish_swait|finish_wait|freezable_schedule|freezable_schedule_timeout|freezable_schedule_unsafe|io_schedule|io_schedule_timeout|memalloc_retry_wait|preempt_schedule_common|schedule|schedule_hrtimeout|schedule_hrtimeout_range|schedule_hrtimeout_range_clock|schedule_idle|schedule_preempt_disabled|schedule_rtlock|schedule_timeout|schedule_timeout_idle|schedule_timeout_interruptible|schedule_timeout_killable|schedule_timeout_uninterruptible|wait_woken)$"; // generated: state_restore
+identifier f : script:python() { ns_window(f) };
+expression S;
+position p0, p;
+@@
+
+t(...) {
+<+...
+scs@p0(S)
+... when != r(...)
+    when != __set_current_state(TASK_RUNNING)
+    when != set_current_state(TASK_RUNNING)
+    when != sched_annotate_sleep()
+    when != f(...)
+return@p ...;
+...+>
+}
+
+@script:python@
+t << texit.t;
+scs << texit.scs;
+S << texit.S;
+p0 << texit.p0;
+p << texit.p;
+@@
+if str(S).strip() == "TASK_RUNNING" or not ns_record(
+        "thread_exit", scs, p0[0], "kthread_exit", p[0], "", "call", "",
+        {"state": str(S), "thread": t}):
+    cocci.include_match(False)
+
+// ---------------------------------------------------------------------------
 // Context mode: mark the calls that may sleep.
 
 @depends on context && !org && !report@
@@ -786,6 +850,12 @@ expression E;
 |
 * E.f@any_p(...)
 )
+
+@depends on context && !org && !report@
+position texit.p;
+@@
+
+* return@p ...;
 
 // ---------------------------------------------------------------------------
 // Function inventory, for the driver's parse-coverage figures only.
@@ -845,6 +915,9 @@ elif ns_mode:
                 where += ", which runs before schedule()"
         elif first["shape"] == "prepare_to_wait":
             where = "between %s() and schedule()" % first["site"]
+        elif first["shape"] == "thread_exit":
+            where = "after %s() returns to kthread() with the state set in %s(%s)" % (
+                first["thread"], first["site"], first.get("state", "").replace(" ", ""))
         else:
             where = "between %s(%s) and schedule()" % (first["site"], first.get("state", "").replace(" ", ""))
         if first.get("locked"):
@@ -857,6 +930,8 @@ elif ns_mode:
         conf = "high"
         if first["shape"] != "wait_event" and first["group"] == "schedule":
             conf = "low"
+        elif first["shape"] == "thread_exit":
+            conf = "medium"
         msg += " (%s) [confidence: %s]" % ("; ".join(paths), conf)
         if "report" in ns_mode:
             print("%s:%s:%s-%s: %s" % (key[0], key[1], key[2], key[3], msg))

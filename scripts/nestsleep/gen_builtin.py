@@ -6,7 +6,7 @@ they carry a copy of the sleeping primitives.  This script writes that copy
 between the BEGIN/END GENERATED markers and into the lines tagged
 '// generated: state_restore', '// generated: state_restore.sleeps' and
 '.without_sleep' (the calls that end the window by sleeping, and the others) and
-'// generated: state_setters.KEY'.  With --check it only reports whether the
+'// generated: state_setters.KEY' and '// generated: tasks.creators'.  With --check it only reports whether the
 files agree with the data (exit 1 if not); 'make check' runs that ('python3 -m nestsleep gen-builtin [--check]').
 """
 
@@ -43,6 +43,7 @@ def tables(info):
 		"NS_RESTORE": list(info["state_restore"]["functions"]),
 		"NS_WAITERS": waiters,
 		"NS_SETTERS": list(info["state_setters"]["set"]) + list(info["state_setters"]["prepare"]),
+		"NS_THREAD_EXIT": (info["thread_exit"]["group"], info["thread_exit"]["effect"]),
 	}
 
 
@@ -72,7 +73,7 @@ def render(info):
 	t = tables(info)
 	out = []
 	for k in ("NS_SLEEPERS", "NS_GFP_ARG", "NS_BLOCKING_GFP", "NS_NOT_SLEEPING", "NS_RESTORE", "NS_WAITERS",
-		  "NS_SETTERS"):
+		  "NS_SETTERS", "NS_THREAD_EXIT"):
 		out.append("%s = %s" % (k, py_literal(t[k])))
 	return "\n".join(out) + "\n"
 
@@ -81,6 +82,7 @@ BEGIN = "# BEGIN GENERATED from cocci/sleep_info.json by python3 -m nestsleep ge
 END = "# END GENERATED\n"
 RESTORE_LINE = re.compile(r'^(identifier \w+ =~ ")[^"]*(";\s*// generated: state_restore(\.\w+)?)$', re.M)
 SETTER_LINE = re.compile(r'^(identifier \w+ = \{)[^}]*(\};\s*// generated: state_setters\.(\w+))$', re.M)
+CREATORS_LINE = re.compile(r'^(identifier \w+ = \{)[^}]*(\};\s*// generated: tasks\.creators)$', re.M)
 
 
 def regenerate(text, info):
@@ -96,7 +98,9 @@ def regenerate(text, info):
 	def regex(m):
 		return m.group(1) + "^(" + "|".join(lists[m.group(3)]) + ")$" + m.group(2)
 	text = RESTORE_LINE.sub(regex, text)
-	return SETTER_LINE.sub(lambda m: m.group(1) + ", ".join(info["state_setters"][m.group(3)]) + m.group(2), text)
+	text = SETTER_LINE.sub(lambda m: m.group(1) + ", ".join(info["state_setters"][m.group(3)]) + m.group(2), text)
+	cr = info["tasks"]["creators"]
+	return CREATORS_LINE.sub(lambda m: m.group(1) + ", ".join(cr["started"] + cr["stopped"]) + m.group(2), text)
 
 
 def main(argv):

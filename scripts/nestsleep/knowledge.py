@@ -23,6 +23,8 @@ class Knowledge:
 		self.sleepers = t["NS_SLEEPERS"]
 		self.gfp_arg = t["NS_GFP_ARG"]
 		self.blocking_gfp = set(t["NS_BLOCKING_GFP"])
+		self.nonblocking_gfp = set(self.info["nonblocking_gfp"])
+		self.provenance_free = set(self.info["provenance_free"]["functions"])
 		self.not_sleeping = set(t["NS_NOT_SLEEPING"])
 		self.restore = frozenset(t["NS_RESTORE"])
 		self.waiters = self.info["waiters"]["table"]
@@ -38,7 +40,8 @@ class Knowledge:
 		self.words = Words(set=frozenset(ss["set"]), prepare=frozenset(ss["prepare"]),
 				   running=frozenset(ss["running"]), on_zero=frozenset(ss.get("on_zero", ())),
 				   annotations=frozenset(self.annotations),
-				   guards=self.guard_calls)
+				   guards=self.guard_calls,
+				   asserts=frozenset(self.info["asserts"]["functions"]))
 		# waiters-table state name -> (TASK_* expression, signal test or None)
 		self.states = {k: (v["task_state"], v["signal_test"]) for k, v in self.info["states"]["table"].items()}
 		# scheduler entry point -> its wait_woken() timeout, or None
@@ -68,6 +71,9 @@ class Knowledge:
 				toks = set(re.findall(r"\w+", args[i]))
 				if toks & self.blocking_gfp:
 					return ("gfp_alloc", "warns")
+			if any(p == i and k == "p" for p, k, _ in call.get("pa", ())):
+				# the caller's gfp decides (summarize.py)
+				return ("gfp_alloc", "warns")
 			return "no"
 		if name in self.not_sleeping or name in self.restore or name in self.annotations:
 			return "no"

@@ -10,7 +10,7 @@ fixer, the series writer and triage all read and extend them.
 
 import dataclasses
 import enum
-from typing import Optional, Tuple
+from typing import FrozenSet, Optional, Tuple
 
 Node = Tuple[str, str, str]
 Loc = Tuple[str, int]
@@ -44,12 +44,15 @@ class Witness:
 	"""A chain of calls from a call site down to a sleeping primitive.
 	chain[i] is the callee of hop i (a 'base->member=fn' text for a
 	function pointer), locs[i] the (file, line) of that call; penalty
-	counts the doubts on the way (summarize.confidence())."""
+	counts the doubts on the way (summarize.confidence()); conds are the
+	tests of the first function's parameters under which the chain runs
+	(summarize.py)."""
 	chain: Tuple[str, ...]
 	effect: str
 	group: str
 	penalty: int
 	locs: Tuple[Loc, ...]
+	conds: FrozenSet[Tuple[int, str, str]] = frozenset()
 
 	def order(self):
 		"""Fewer doubts first; then one that does not end in a scheduler

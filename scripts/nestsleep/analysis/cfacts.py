@@ -21,7 +21,7 @@ guards) come from cocci/sleep_info.json as a Words value (knowledge.py).
 import dataclasses
 import re
 
-FACTS_VERSION = 7
+FACTS_VERSION = 8
 
 
 def _code_digest():
@@ -76,13 +76,15 @@ class Words:
 	set and prepare, the task-state setters (state_setters); running, those
 	that end a window when called with TASK_RUNNING; annotations, calls that
 	mark a nested sleep as checked; guards, the scope-based lock guards;
-	on_zero, the setters that set the state only when they return 0."""
+	on_zero, the setters that set the state only when they return 0;
+	asserts, the calls that do not return when their argument holds."""
 	set: frozenset = frozenset()
 	prepare: frozenset = frozenset()
 	running: frozenset = frozenset()
 	on_zero: frozenset = frozenset()
 	annotations: frozenset = frozenset()
 	guards: frozenset = frozenset()
+	asserts: frozenset = frozenset()
 
 
 def _blank(m):
@@ -277,9 +279,10 @@ def stmt_expr_calls(toks, lo, hi):
 	return out
 
 
-def calls_in(toks, lo, hi, want_args, force_args=(), guards=frozenset()):
+def calls_in(toks, lo, hi, want_args, force_args=(), guards=frozenset(), keep_index=False):
 	"""Calls in toks[lo:hi]: dicts with name, line, kind, base, args, and
-	for a lock guard (a name in guards) its class."""
+	for a lock guard (a name in guards) its class; with keep_index, the
+	token index of the name in '_i' (for annotate_calls())."""
 	out = []
 	for i in range(lo, hi):
 		k, v, ln = toks[i]
@@ -289,6 +292,8 @@ def calls_in(toks, lo, hi, want_args, force_args=(), guards=frozenset()):
 			continue
 		prev = toks[i - 1][1] if i > 0 else ""
 		call = {"name": v, "line": ln}
+		if keep_index:
+			call["_i"] = i
 		if prev in ("->", "."):
 			call["kind"] = "arrow" if prev == "->" else "dot"
 			call["base"] = _base_text(toks, i - 1)
@@ -385,6 +390,360 @@ def _returns_restore(toks, lo, hi, restore):
 	return False
 
 
+# -- argument facts: under which parameter values a call runs --------------
+#
+# Each call may carry
+#   pa    [[pos, "p", i] | [pos, "c", text]]: argument pos is the enclosing
+#         function's parameter i (not assigned in the body), or a constant
+#         (an upper-case name, a number, NULL, false, true, or an '|' of them)
+#   cond  [[i, op, val]]: tests of parameter i that hold whenever the call
+#         runs, from the enclosing if/else and from an earlier
+#         'if (C) return ...;' in the same block.  op is nz, z (zero or
+#         NULL), bit, nobit (param & val), eq, ne (param == val) or
+#         blocking, nonblocking (gfpflags_allow_blocking(param))
+#   acond the tests that hold when the first argument is true
+#         (might_sleep_if(gfpflags_allow_blocking(gfp)))
+#   prov  ["c", text] | ["p", i]: the first argument is a local variable
+#         (or its address) that an earlier call of this function allocated
+#         with this gfp (every such call agreeing); see
+#         sleep_info.json's provenance_free
+# summarize.py maps them through each call site's constants.
+
+_CONST = re.compile(r"^(?:[A-Z_][A-Z0-9_]*|0[xX][0-9a-fA-F]+[uUlL]*|\d+[uUlL]*|NULL|false|true)"
+		    r"(?:\|(?:[A-Z_][A-Z0-9_]*|0[xX][0-9a-fA-F]+[uUlL]*|\d+[uUlL]*))*$")
+_NEG = {"nz": "z", "z": "nz", "bit": "nobit", "nobit": "bit", "eq": "ne", "ne": "eq",
+	"blocking": "nonblocking", "nonblocking": "blocking"}
+_ASSIGN_OPS = frozenset(("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "++", "--"))
+
+
+def is_const(t):
+	"""Whether argument text t is a constant (see pa above)."""
+	t = _strip(re.sub(r"\s+", "", t))
+	return bool(_CONST.match(t)) and t != "__VA_ARGS__"
+
+
+def _strip(t):
+	"""Text without enclosing parentheses and likely()/unlikely()."""
+	while True:
+		m = re.match(r"^(?:unlikely|likely)?\((.*)\)$", t)
+		if not m or not _balanced(m.group(1)):
+			return t
+		t = m.group(1)
+
+
+def _balanced(t):
+	d = 0
+	for ch in t:
+		if ch == "(":
+			d += 1
+		elif ch == ")":
+			d -= 1
+			if d < 0:
+				return False
+	return d == 0
+
+
+def _split_top(t, sep):
+	out, cur, d, i = [], "", 0, 0
+	while i < len(t):
+		ch = t[i]
+		if ch == "(":
+			d += 1
+		elif ch == ")":
+			d -= 1
+		if d == 0 and t.startswith(sep, i):
+			out.append(cur)
+			cur = ""
+			i += len(sep)
+			continue
+		cur += ch
+		i += 1
+	out.append(cur)
+	return out
+
+
+def _atom(t, params):
+	"""(param index, op, val) for one test of a parameter, or None."""
+	t = _strip(t)
+	neg = False
+	while t.startswith("!") and not t.startswith("!="):
+		neg = not neg
+		t = _strip(t[1:])
+	m = re.match(r"^(\w+)$", t)
+	a = None
+	if m and m.group(1) in params:
+		a = (params[m.group(1)], "nz", "")
+	m = re.match(r"^(\w+)(==|!=)(\w+)$", t)
+	if m and m.group(1) in params:
+		v = m.group(3)
+		if v in ("NULL", "0", "false"):
+			a = (params[m.group(1)], "z" if m.group(2) == "==" else "nz", "")
+		elif _CONST.match(v):
+			a = (params[m.group(1)], "eq" if m.group(2) == "==" else "ne", v)
+	m = re.match(r"^(\w+)&([A-Z_][A-Z0-9_]*)$", t)
+	if m and m.group(1) in params:
+		a = (params[m.group(1)], "bit", m.group(2))
+	m = re.match(r"^gfpflags_allow_blocking\((\w+)\)$", t)
+	if m and m.group(1) in params:
+		a = (params[m.group(1)], "blocking", "")
+	if a is None:
+		return None
+	return (a[0], _NEG[a[1]], a[2]) if neg else a
+
+
+def cond_atoms(t, params):
+	"""The parameter tests that hold when condition text t is true, and
+	those that hold when it is false."""
+	t = _strip(t)
+	ands, ors = _split_top(t, "&&"), _split_top(t, "||")
+	pos, neg = [], []
+	if len(ors) == 1:
+		pos = [a for a in (_atom(x, params) for x in ands) if a]
+	if len(ands) == 1:
+		neg = [(a[0], _NEG[a[1]], a[2]) for a in (_atom(x, params) for x in ors) if a]
+	return pos, neg
+
+
+def stmt_end(toks, j, hi):
+	"""Index of the last token of the statement that starts at toks[j]."""
+	if j >= hi:
+		return hi - 1
+	v = toks[j][1]
+	if v == "{":
+		return min(_match_close(toks, j, "{", "}"), hi - 1)
+	if v == "if":
+		rp = _match_close(toks, j + 1, "(", ")")
+		e = stmt_end(toks, rp + 1, hi)
+		if e + 1 < hi and toks[e + 1][1] == "else":
+			return stmt_end(toks, e + 2, hi)
+		return e
+	if v in ("for", "while", "switch") and j + 1 < hi and toks[j + 1][1] == "(":
+		rp = _match_close(toks, j + 1, "(", ")")
+		if v == "while" and rp + 1 < hi and toks[rp + 1][1] == ";":
+			return rp + 1
+		return stmt_end(toks, rp + 1, hi)
+	if v == "do":
+		e = stmt_end(toks, j + 1, hi)
+		return stmt_end(toks, e + 1, hi)
+	d = 0
+	k = j
+	while k < hi:
+		w = toks[k][1]
+		if toks[k][0] == "op":
+			if w in "([{":
+				d += 1
+			elif w in ")]}":
+				d -= 1
+				if d < 0:
+					return k - 1
+			elif w == ";" and d == 0:
+				return k
+		k += 1
+	return hi - 1
+
+
+def _exits(toks, lo, end):
+	"""Whether the statement toks[lo..end] always leaves by 'return'."""
+	if lo > end or lo >= len(toks):
+		return False
+	if toks[lo][1] == "return":
+		return True
+	if toks[lo][1] != "{":
+		return False
+	j, last = lo + 1, None
+	while j < end:
+		last = j
+		j = max(stmt_end(toks, j, end), j) + 1
+	return last is not None and toks[last][1] == "return"
+
+
+def guard_map(toks, lo, hi, atoms, label_reset=None, restores=None, asserts=frozenset()):
+	"""{token index: tuple of tests} for the tokens of the body toks[lo:hi]
+	that run under some.  atoms(condition text) gives the tests that hold
+	when the condition is true and those when it is false; they hold in
+	the branches, and the false ones after 'if (C) return ...;' and after
+	'A(C);' for A in asserts (BUG_ON()).  A label
+	forgets the tests met since its block began (label_reset(token index)
+	may say that no goto makes that necessary).  With restores(lo, end),
+	whether a statement only restores TASK_RUNNING, 'if (C) restore;'
+	adds ("R",) + test for the true tests of C to what follows."""
+	out = {}
+
+	def mark(a, b, cur):
+		if cur:
+			for k in range(a, b + 1):
+				out[k] = cur
+
+	def block(a, b, cur):
+		base = cur
+		j = a
+		while j < b:
+			v = toks[j][1]
+			if toks[j][0] == "id" and j + 1 < b and toks[j + 1][1] == ":" and v not in ("case", "default"):
+				if label_reset is None or label_reset(j):
+					cur = base	# a goto may arrive without the tests met since
+				j += 2
+				continue
+			if v in ("case", "default"):
+				k = j
+				while k < b and toks[k][1] != ":":
+					k += 1
+				j = k + 1
+				continue
+			if v == "if" and j + 1 < b and toks[j + 1][1] == "(":
+				rp = _match_close(toks, j + 1, "(", ")")
+				pos, neg = atoms(_text(toks[j + 2:rp]))
+				mark(j, rp, cur)
+				te = stmt_end(toks, rp + 1, b)
+				stmt(rp + 1, te, cur + tuple(pos))
+				if te + 1 < b and toks[te + 1][1] == "else":
+					ee = stmt_end(toks, te + 2, b)
+					stmt(te + 2, ee, cur + tuple(neg))
+					j = max(ee, j) + 1
+				else:
+					if _exits(toks, rp + 1, te):
+						cur = cur + tuple(neg)
+					elif restores is not None and restores(rp + 1, te):
+						cur = cur + tuple(("R",) + tuple(a) for a in pos)
+					j = max(te, j) + 1
+				continue
+			if v in ("for", "while", "switch") and j + 1 < b and toks[j + 1][1] == "(":
+				e = stmt_end(toks, j, b)
+				rp = _match_close(toks, j + 1, "(", ")")
+				mark(j, rp, cur)
+				if rp + 1 <= e:
+					stmt(rp + 1, e, cur)
+				j = max(e, j) + 1
+				continue
+			if v == "do":
+				be = stmt_end(toks, j + 1, b)
+				stmt(j + 1, be, cur)
+				e = stmt_end(toks, be + 1, b)
+				mark(be + 1, e, cur)
+				j = max(e, j) + 1
+				continue
+			if v == "{":
+				e = stmt_end(toks, j, b)
+				block(j + 1, e, cur)
+				j = max(e, j) + 1
+				continue
+			e = stmt_end(toks, j, b)
+			mark(j, e, cur)
+			if v in asserts and j + 1 < b and toks[j + 1][1] == "(":
+				# BUG_ON(C); does not return when C holds
+				rp = _match_close(toks, j + 1, "(", ")")
+				if rp + 1 == e:
+					cur = cur + tuple(atoms(_text(toks[j + 2:rp]))[1])
+			j = max(e, j) + 1
+
+	def stmt(a, e, cur):
+		if a > e:
+			return
+		if toks[a][1] == "{":
+			block(a + 1, e, cur)
+		else:
+			block(a, e + 1, cur)
+
+	block(lo, hi, ())
+	return out
+
+
+def _assigned(toks, lo, hi, names):
+	"""The names among names that the body toks[lo:hi] may change."""
+	out = set()
+	for j in range(lo, hi):
+		k, v, _ = toks[j]
+		if k != "id" or v not in names or (j > 0 and toks[j - 1][1] in ("->", ".")):
+			continue
+		nx = toks[j + 1][1] if j + 1 < hi else ""
+		pv = toks[j - 1][1] if j > lo else ""
+		if nx in _ASSIGN_OPS or pv in ("&", "++", "--"):
+			out.add(v)
+	return out
+
+
+def params_of(toks, lo, brace, name):
+	"""Parameter names of the function whose declarator is toks[lo:brace],
+	and the indices of those declared gfp_t."""
+	for j in range(lo, brace):
+		if toks[j][1] == name and j + 1 < brace and toks[j + 1][1] == "(":
+			rp = _match_close(toks, j + 1, "(", ")")
+			names, gfp = [], []
+			for i, a in enumerate(split_args(toks, j + 1, rp)):
+				ids = [t[1] for t in a if t[0] == "id"]
+				m = re.search(r"\(\*(\w+)\)", _text(a))
+				names.append(m.group(1) if m else (ids[-1] if ids and ids != ["void"] else ""))
+				if "gfp_t" in ids:
+					gfp.append(i)
+			return names, gfp
+	return [], []
+
+
+def _annotate(toks, lo, hi, calls, params, gfp_params=(), asserts=frozenset()):
+	"""annotate_calls(), or none of its facts for a body too deeply
+	nested to walk (no facts only loses precision)."""
+	try:
+		annotate_calls(toks, lo, hi, calls, params, gfp_params, asserts)
+	except RecursionError:
+		for c in calls:
+			for k in ("_i", "pa", "cond", "prov", "va", "acond"):
+				c.pop(k, None)
+
+
+def annotate_calls(toks, lo, hi, calls, params, gfp_params=(), asserts=frozenset()):
+	"""Add pa, cond and prov (see above) to calls (with their token index
+	in '_i'), made in a body toks[lo:hi] whose parameters are params."""
+	changed = _assigned(toks, lo, hi, set(p for p in params if p))
+	pidx = {p: i for i, p in enumerate(params) if p and p not in changed}
+	guards = guard_map(toks, lo, hi, lambda t: cond_atoms(t, pidx), asserts=asserts)
+	alloc = {}	# local -> set of ("c", gfp) / ("p", i) of the calls that take it
+	gfp_names = {params[i]: i for i in gfp_params if params[i] in pidx}
+	for c in calls:
+		i = c.pop("_i")
+		rp = _match_close(toks, i + 1, "(", ")")
+		args = split_args(toks, i + 1, rp)
+		texts = [_strip(_text(a)) for a in args]
+		if texts == ["__VA_ARGS__"] and "..." in params:
+			c["va"] = params.index("...")
+		pa = []
+		for pos, t in enumerate(texts):
+			if t in pidx:
+				pa.append([pos, "p", pidx[t]])
+			elif _CONST.match(t) and t != "__VA_ARGS__":
+				pa.append([pos, "c", t])
+		if pa:
+			c["pa"] = pa
+		if texts:
+			# might_sleep_if(gfpflags_allow_blocking(gfp)): what its
+			# first argument being true says about the parameters
+			at = cond_atoms(texts[0], pidx)[0]
+			if at:
+				c["acond"] = [list(x) for x in at]
+		g = guards.get(i)
+		if g:
+			c["cond"] = [list(x) for x in g]
+		if texts:
+			v = texts[0].lstrip("&")
+			if re.match(r"^\w+$", v) and len(alloc.get(v, ())) == 1 and ("x", "") not in alloc[v]:
+				c["prov"] = list(next(iter(alloc[v])))
+		# the allocations: 'v = f(..., gfp)' or 'f(&v, ..., gfp)'
+		gf = set()
+		for t in texts:
+			if t in gfp_names:
+				gf.add(("p", gfp_names[t]))
+			elif "GFP_" in t:
+				gf.add(("c", t))
+		tgt = []
+		if i >= 2 and toks[i - 1][1] == "=" and toks[i - 2][0] == "id" and not gf:
+			alloc.setdefault(toks[i - 2][1], set()).add(("x", ""))
+		if gf:
+			if i >= 2 and toks[i - 1][1] == "=" and toks[i - 2][0] == "id":
+				tgt.append(toks[i - 2][1])
+			tgt += [t[1:] for t in texts if re.match(r"^&\w+$", t)]
+			for v in tgt:
+				alloc.setdefault(v, set()).update(gf)
+
+
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 
 
@@ -409,10 +768,12 @@ def extract(text, want_args, restore, words):
 				for t in range(len(btoks)):
 					btoks[t] = (btoks[t][0], btoks[t][1], ln + btoks[t][2] - 1)
 				params = [p.strip() for p in m.group(2).split(",") if p.strip()]
+				mcalls = calls_in(btoks, 0, len(btoks), lambda nm: True,
+						  guards=words.guards, keep_index=True)
+				_annotate(btoks, 0, len(btoks), mcalls, params, asserts=words.asserts)
 				macros[m.group(1)] = {
 					"line": ln, "params": params,
-					"calls": calls_in(btoks, 0, len(btoks),
-							  lambda nm: True, guards=words.guards),
+					"calls": mcalls,
 					"annotate": any(t[1] in words.annotations for t in btoks),
 					"body": _text(btoks)[:2000],
 				}
@@ -424,7 +785,9 @@ def extract(text, want_args, restore, words):
 				close = _match_close(toks, i, "{", "}")
 				if name:
 					body_calls = calls_in(toks, i + 1, close, want_args,
-							      stmt_expr_calls(toks, i + 1, close), words.guards)
+							      stmt_expr_calls(toks, i + 1, close), words.guards, True)
+					params, gfp = params_of(toks, lo, i, name)
+					_annotate(toks, i + 1, close, body_calls, params, gfp, words.asserts)
 					ann = None
 					for c in body_calls:
 						if c["name"] in words.annotations:

@@ -41,12 +41,13 @@ from nestsleep.analysis.match import (Matcher, _flags_key, _is_nestsleep_rule, c
 				      function_coverage, stmt_expr_records)
 from nestsleep.analysis.report import context_text, make_finding, patch_text, report_text
 from nestsleep.analysis.resolve import Analysis
+from nestsleep.analysis.sameguard import SameGuard
 from nestsleep.analysis.scan import SKIP_DIRS, WAIT_WORDS, Facts, Tree, holds_sources
 from nestsleep.analysis.waiters import derive_waiters, specialize_rule
 from nestsleep.cache import Cache
 from nestsleep.common import UserError, log, sha1
 from nestsleep.knowledge import Knowledge
-from nestsleep.model import FileFlag, Site, SitePath
+from nestsleep.model import NO_TARGET, FileFlag, Site, SitePath, Witness
 
 
 def _knowledge_code():
@@ -305,16 +306,55 @@ def tree_knowledge(tree, facts, ana, kn, cache, times):
 	return waiters, carriers, window, wait_files
 
 
+def thread_functions(tree, kn, cache):
+	"""The functions passed to a thread creator anywhere in the tree
+	(sleep_info.json tasks.creators): the rule's thread_exit shape looks
+	at these.  The names each file passes are cached by file content."""
+	cr = kn.info["tasks"]["creators"]
+	names = sorted(set(cr["started"] + cr["stopped"]))
+	pat = re.compile(r"\b(?:%s)\s*\(\s*&?\s*([A-Za-z_]\w*)\s*[,)]" % "|".join(map(re.escape, names)))
+	ckey = "threads-" + sha1(" ".join(names).encode())[:12]
+	seen = cache.load("index", ckey) or {}
+	out, dirty = set(), False
+	for rel in tree.files:
+		sha = tree.sha(rel)
+		hit = seen.get(sha)
+		if hit is None:
+			try:
+				with open(tree.abs[rel], errors="replace") as f:
+					hit = sorted(set(pat.findall(f.read())))
+			except OSError:
+				hit = []
+			seen[sha] = hit
+			dirty = True
+		out.update(hit)
+	if dirty:
+		cache.store(seen, "index", ckey)
+	return out
+
+
 # the shapes whose window the rule sees whole, from the state set to its end
 WINDOW_SHAPES = ("set_current_state", "prepare_to_wait")
 
 
-def site_paths(site_targets, ana, later):
+def site_paths(site_targets, ana, later, same=None):
 	"""The SitePaths of each wait site, keyed by (file, line, col, colend).
 	later holds the (file, line, col) of window calls that another sleep
-	can follow before the window ends (the rule's 'later' matches)."""
+	can follow before the window ends (the rule's 'later' matches); same,
+	a SameGuard, drops the calls no run reaches with the state set."""
 	findings = {}
 	for r, c, tg in site_targets:
+		if same is not None and same.excluded(r):
+			continue
+		if r.shape == "thread_exit":
+			# the way out of kthread(), from the knowledge; the path to the
+			# return is the rule's, which assumes that every loop may
+			# end: one doubt
+			te = ana.kn.info["thread_exit"]
+			w = Witness(tuple(te["chain"]), te["effect"], te["group"], 1, ((r.file, r.cline),))
+			key = (r.file, r.line, r.col, r.colend)
+			findings.setdefault(key, []).append(SitePath(r, w.chain, w.effect, w.group, w.penalty, w.locs))
+			continue
 		w = ana.witness(c, tg, ana.summary, r.file)
 		if (w is not None and w.group == "schedule" and r.shape in WINDOW_SHAPES
 		    and (r.file, r.cline, r.ccol) not in later):
@@ -386,14 +426,18 @@ def analyse(a, ext):
 			base = sha1(f.read() + json.dumps(waiters, sort_keys=True).encode() + json.dumps(sorted(carriers)).encode()
 				    + _flags_key(a.spflags))[:16]
 		wset = set(window)
+		threads = thread_functions(tree, kn, cache)
 
 		def rulekey(rel):
 			# a file's result depends only on the window names it calls
-			names = set(c["name"] for fn in facts.get(rel)["functions"].values() for c in fn["calls"])
-			return base + sha1(" ".join(sorted(names & wset)).encode())[:8]
+			# and on which of its functions run as threads
+			fns = facts.get(rel)["functions"]
+			names = set(c["name"] for fn in fns.values() for c in fn["calls"])
+			return base + sha1((" ".join(sorted(names & wset)) + "\0" +
+					    " ".join(sorted(set(fns) & threads))).encode())[:8]
 		t = time.time()
 		rule = specialize_rule(a.cocci, os.path.join(tmp, os.path.basename(a.cocci)),
-				       waiters, carriers, window)
+				       waiters, carriers, window, threads)
 		matcher = Matcher(tree, cache, a, rule, paths, rulekey)
 		results = matcher.run(targets)
 		times["match"] = time.time() - t
@@ -420,7 +464,18 @@ def analyse(a, ext):
 			c["args"] = [x.strip() for x in split_args_text(r.args)]
 		if r.call in kn.guard_calls:
 			c["guard"] = split_args_text(r.args)[0] if r.args else ""
-		tg = ana.call_targets(c, r.file, r.func)
+		# the constants passed decide the callee's parameter tests; the
+		# waiter's own tests of its parameters at the call (facts) may
+		# contradict what the callee's chain needs
+		fc = next((x for x in facts.get(r.file)["functions"].get(r.func, {}).get("calls", ())
+			   if x["name"] == r.call and x["line"] == r.cline), {})
+		pa = [[i, "c", x] for i, x in enumerate(split_args_text(r.args)) if cfacts.is_const(x)]
+		pa += [x for x in fc.get("pa", ()) if x[1] == "p"]
+		if pa:
+			c["pa"] = pa
+		if fc.get("cond"):
+			c["cond"] = fc["cond"]
+		tg = ana.call_targets(c, r.file, r.func) if r.shape != "thread_exit" else NO_TARGET
 		site_targets.append((r, c, tg))
 		roots += tg.nodes
 	ana.expand(roots)
@@ -428,7 +483,7 @@ def analyse(a, ext):
 	times["resolve"] = time.time() - t
 
 	later = set((rel, line, col) for rel in targets for line, col in results[rel].get("later", ()))
-	findings = site_paths(site_targets, ana, later)
+	findings = site_paths(site_targets, ana, later, SameGuard(tree, facts, kn))
 	out = []
 	for key in sorted(findings):
 		paths = sorted(findings[key], key=lambda p: (p.penalty, p.site.cline, p.site.ccol))

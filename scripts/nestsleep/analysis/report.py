@@ -21,6 +21,9 @@ def describe_site(r):
 		return "in the condition of %s()" % r.site
 	if r.shape == "prepare_to_wait":
 		return "between %s() and schedule()" % r.site
+	if r.shape == "thread_exit":
+		return "after %s() returns to kthread() with the state set in %s(%s)" % (
+			r.func, r.site, r.state.replace(" ", ""))
 	if r.shape == "set_current_state":
 		return "between %s(%s) and schedule()" % (r.site, r.state.replace(" ", ""))
 	return "while the task state set in %s() is still non-running" % r.site

@@ -12,14 +12,15 @@ from nestsleep.model import NO_TARGET, CallTarget
 MAX_DEPTH = 8          # hops from a wait site to a primitive
 MAX_ROUNDS = 4 * MAX_DEPTH  # summarize() stops improving witnesses after this
 MAX_CANDIDATES = 12    # definitions of one name we are willing to consider
-MAX_FANOUT = 8         # targets of one function pointer
+MAX_FANOUT = 32        # targets of one function pointer
 
 
 class Analysis:
 	def __init__(self, tree, facts, kn):
 		self.tree, self.facts, self.kn = tree, facts, kn
 		self.nodes = {}       # (file, name) -> {"calls": [(call, targets)], "annotate": line}
-		self.summary = {}     # node -> its best Witness
+		self.summary = {}     # node -> its best Witnesses (summarize.keep())
+		self.args = summarize_mod.Args(kn)
 		self.summaries_without = {}  # group -> summaries avoiding it
 		self._resolve_cache = {}
 
@@ -179,8 +180,12 @@ class Analysis:
 			t = self.base_type(rel, func, call.get("base", ""))
 			if t is None:
 				return NO_TARGET
+			pt = self.pointer_targets(t, call["name"])
+			# an ops table the calling file fills itself is the one it
+			# calls (tpm_tis_core.c's own tpm_tis ops for chip->ops)
+			own = [x for x in pt if x[0] == rel]
 			targets = []
-			for trel, fn in self.pointer_targets(t, call["name"]):
+			for trel, fn in own or pt:
 				targets += self.resolve(fn, trel)
 			if not targets or len(targets) > MAX_FANOUT:
 				return NO_TARGET
@@ -196,14 +201,14 @@ class Analysis:
 
 	def summarize(self):
 		"""Summaries of every node of the graph (summarize.summarize)."""
-		self.summary = summarize_mod.summarize(self.nodes, MAX_ROUNDS)
+		self.summary = summarize_mod.summarize(self.nodes, MAX_ROUNDS, args=self.args)
 		self.summaries_without = {}
 
 	def summary_without(self, group):
 		"""Summaries whose chains do not end in group (computed once)."""
 		if group not in self.summaries_without:
-			self.summaries_without[group] = summarize_mod.summarize(self.nodes, MAX_ROUNDS, exclude=(group,))
+			self.summaries_without[group] = summarize_mod.summarize(self.nodes, MAX_ROUNDS, exclude=(group,), args=self.args)
 		return self.summaries_without[group]
 
 	def witness(self, c, tg, summ, at, exclude=()):
-		return summarize_mod.witness(c, tg, summ, at, exclude)
+		return summarize_mod.witness(c, tg, summ, at, exclude, self.args)

@@ -95,11 +95,11 @@ def derive_waiters(kn, facts, files):
 # spatch
 
 
-def specialize_rule(src, dst, waiters, carriers, window):
+def specialize_rule(src, dst, waiters, carriers, window, threads=()):
 	"""Write a copy of the rule with this tree's knowledge as regex constraints.
 
-	Alone, the rule asks Python whether an identifier is a waiter, a carrier
-	or a name that may sleep; spatch calls that script for every call in
+	Alone, the rule asks Python whether an identifier is a waiter, a carrier,
+	a thread function or a name that may sleep; spatch calls that script for every call in
 	every file.  A regex constraint is checked inside spatch and is several
 	times cheaper, so the driver bakes the sets into the copy it runs."""
 	def rx(names):
@@ -107,7 +107,8 @@ def specialize_rule(src, dst, waiters, carriers, window):
 		return "^(%s)$" % "|".join(names) if names else "^$"
 	with open(src) as f:
 		text = f.read()
-	subs = {"ns_is_waiter": rx(waiters), "ns_is_carrier": rx(carriers), "ns_window": rx(window)}
+	subs = {"ns_is_waiter": rx(waiters), "ns_is_carrier": rx(carriers), "ns_window": rx(window),
+		"ns_is_thread": rx(threads)}
 	text = re.sub(r"identifier (\w+) : script:python\(\) \{ (ns_\w+)\(\w+\) \};",
 		      lambda m: 'identifier %s =~ "%s";' % (m.group(1), subs[m.group(2)]), text)
 	with open(dst, "w") as f:

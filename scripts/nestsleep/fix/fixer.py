@@ -620,6 +620,9 @@ class Fixer:
 			self.plan_prepare_to_wait(f, u)
 		elif shape == "set_current_state":
 			self.plan_set_current_state(f, u)
+		elif shape == "thread_exit":
+			raise Refuse("manual", "the thread function %s() returns to kthread() with the task state "
+				     "set: restore TASK_RUNNING before it returns" % f["function"])
 		else:
 			raise Refuse("manual", "the task state is set inside %s(), a helper that returns with it "
 				     "still set: the wait loop spans two functions; restore TASK_RUNNING before the "

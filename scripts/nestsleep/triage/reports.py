@@ -88,6 +88,9 @@ def suggested_fix(f):
 	if f.get("kind") == "sleep_in_atomic" or "spinlock" in fx.get("reason", "") or "atomic" in fx.get("reason", ""):
 		return ("No wait_woken() rewrite: %s. Move the sleeping call out of the locked condition "
 			"(evaluate it before taking the lock, or use a non-sleeping variant)." % fx.get("reason", ""))
+	if f["shape"] == "thread_exit":
+		return ("Manual fix: %s. Put the thread back in `TASK_RUNNING` (`__set_current_state(TASK_RUNNING)`) "
+			"on the way out of the thread function, as 36225a7c72e9 did for w1_process()." % fx.get("reason", ""))
 	if f["shape"] == "carried_state":
 		return ("Manual fix: %s. Set `__set_current_state(TASK_RUNNING)` on the path before the sleeping "
 			"call (as io_uring's io_rsrc_ref_quiesce() fix did), or restructure the helper so that it "
@@ -105,6 +108,9 @@ def confidence_reason(f):
 			   "target may never be reached from this site")
 	if f["shape"] == "carried_state":
 		why.append("the state is carried out of a helper that may return without sleeping")
+	if f["shape"] == "thread_exit":
+		why.append("the path to the thread function's return is the rule's, which assumes that every loop "
+			   "may end (a for (;;) left only by a return that restores the state is not told apart)")
 	if f["shape"] in ("set_current_state", "prepare_to_wait") and f.get("group") == "schedule":
 		why.append("the inner sleep is a schedule*() call, which may be the loop's own wait")
 	if f["effect"] == "silent":

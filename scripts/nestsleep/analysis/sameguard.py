@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Same guard: a window opened under 'if (E)' cannot reach a call that runs
+only when E is false, nor a call after 'if (E) finish_wait(...);', as long
+as the function does not change E.
+
+The rule follows every path from the state setter to the call, and
+Coccinelle does not correlate two tests of one condition.  tap_do_read()
+and vhost_chr_read_iter() test !noblock around both prepare_to_wait() and
+finish_wait(); snd_hdac_bus_get_response() tests !bus->polling_mode around
+prepare_to_wait() and again to choose schedule_timeout() over msleep().
+Each reported path there goes through the other branch of the second test,
+which no run takes.
+
+E must be free of calls and assignments, and nothing in the function may
+assign it, take its address, or assign a prefix of it (bus in
+bus->polling_mode).  A callee or another thread that changes E is not
+seen: the check trusts that a condition tested twice in one function is
+meant to be the same both times."""
+
+import re
+
+from nestsleep.analysis import cfacts
+
+# the window shapes whose setter the Site names (pipeline.WINDOW_SHAPES)
+SHAPES = ("set_current_state", "prepare_to_wait")
+_ASSIGN = frozenset(("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "++", "--"))
+_CHAIN = re.compile(r"[A-Za-z_]\w*(?:(?:->|\.)[A-Za-z_]\w*)*")
+
+
+def atoms(text):
+	"""The tests (expression text, polarity) that hold when condition text
+	is true, and those when it is false."""
+	t = cfacts._strip(text)
+	ands, ors = cfacts._split_top(t, "&&"), cfacts._split_top(t, "||")
+
+	def one(x):
+		x, pol = cfacts._strip(x), True
+		while x.startswith("!") and not x.startswith("!="):
+			x, pol = cfacts._strip(x[1:]), not pol
+		return (x, pol)
+
+	pos = [one(x) for x in ands] if len(ors) == 1 else []
+	neg = [(a, not p) for a, p in (one(x) for x in ors)] if len(ands) == 1 else []
+	return pos, neg
+
+
+def _pure(e):
+	"""No call, no assignment, no increment in expression text e."""
+	return "(" not in e and "++" not in e and "--" not in e and not re.search(r"(^|[^=!<>])=($|[^=])", e)
+
+
+class SameGuard:
+	def __init__(self, tree, facts, kn):
+		self.tree, self.facts = tree, facts
+		self.restore = set(kn.restore)
+		self.running = set(kn.words.set)
+		self._toks = {}
+
+	def _tokens(self, rel):
+		if rel not in self._toks:
+			try:
+				with open(self.tree.abs[rel], "rb") as f:
+					text = f.read().decode("utf-8", "replace")
+				self._toks[rel] = cfacts.tokenize(text)
+			except (OSError, KeyError):
+				self._toks[rel] = []
+		return self._toks[rel]
+
+	def _restores(self, toks, a, e):
+		"""Whether statement toks[a..e] is one call that restores
+		TASK_RUNNING (finish_wait(), __set_current_state(TASK_RUNNING))."""
+		if a > e or e >= len(toks):
+			return False
+		if toks[a][1] == "{" and toks[e][1] == "}":
+			a, e = a + 1, e - 1
+		if e - a < 3 or toks[a][0] != "id" or toks[a + 1][1] != "(" or toks[e][1] != ";":
+			return False
+		rp = cfacts._match_close(toks, a + 1, "(", ")")
+		if rp != e - 1:
+			return False
+		if toks[a][1] in self.restore:
+			return True
+		return toks[a][1] in self.running and cfacts._text(toks[a + 2:rp]) == "TASK_RUNNING"
+
+	@staticmethod
+	def _changed(toks, lo, hi, e):
+		"""Whether the body toks[lo:hi] may change a member chain of e."""
+		for chain in _CHAIN.findall(e):
+			if re.match(r"^[A-Z_][A-Z0-9_]*$", chain):
+				continue
+			parts = re.split(r"(->|\.)", chain)
+			for n in range(1, len(parts) + 1, 2):
+				pre = parts[:n]
+				m = len(pre)
+				for j in range(lo, hi - m):
+					if [t[1] for t in toks[j:j + m]] != pre or toks[j - 1][1] in ("->", "."):
+						continue
+					nx = toks[j + m][1]
+					if nx in _ASSIGN:
+						return True
+					if toks[j - 1][1] in ("&", "++", "--") and nx not in ("->", ".", "["):
+						return True
+		return False
+
+	def excluded(self, r):
+		"""Whether no run can reach Site r's call in the window its setter
+		opened, by the tests above."""
+		if r.shape not in SHAPES:
+			return False
+		fn = self.facts.get(r.file)["functions"].get(r.func)
+		toks = self._tokens(r.file)
+		if fn is None or not toks:
+			return False
+		lo = next((j for j, t in enumerate(toks) if t[2] == fn["line"] and t[1] == "{"), None)
+		if lo is None:
+			return False
+		hi = cfacts._match_close(toks, lo, "{", "}")
+
+		def at(line, name):
+			return [j for j in range(lo, hi) if toks[j][2] == line and toks[j][1] == name
+				and j + 1 < hi and toks[j + 1][1] == "("]
+		setters, calls = at(r.line, r.site), at(r.cline, r.call)
+		if len(setters) != 1 or not calls:
+			return False
+		s = setters[0]
+		gotos = {}
+		for j in range(lo, hi - 1):
+			if toks[j][1] == "goto":
+				gotos.setdefault(toks[j + 1][1], []).append(j)
+		gm = cfacts.guard_map(toks, lo + 1, hi, atoms,
+				      label_reset=lambda j: any(g > s for g in gotos.get(toks[j][1], ())),
+				      restores=lambda a, e: self._restores(toks, a, e))
+		tests = [t for t in gm.get(s, ()) if len(t) == 2 and _pure(t[0])
+			 and not self._changed(toks, lo + 1, hi, t[0])]
+		if not tests:
+			return False
+		for c in calls:
+			ctx = set(gm.get(c, ()))
+			if not any((e, not pol) in ctx or ("R", e, pol) in ctx for e, pol in tests):
+				return False
+		return True

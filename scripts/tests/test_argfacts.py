@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Argument facts (issue 16): the parameter tests each call runs under
+(cfacts.annotate_calls()), how constants decide them (summarize.Args), and
+how the same condition tested twice is recognised (sameguard.atoms()).
+The fixtures report/arg_sensitive, report/gfp_provenance and
+report/same_condition_guard test the whole pipeline; these pin the edge
+cases of each step."""
+
+import unittest
+
+from nestsleep.analysis import cfacts, sameguard
+from nestsleep.analysis.summarize import Args, map_conds
+from nestsleep.knowledge import Knowledge
+
+KN = Knowledge()
+
+
+def calls_of(src, func):
+	f = cfacts.extract(src, KN.want_args, KN.restore, KN.words)
+	fn = f["functions"].get(func) or f["macros"].get(func)
+	return {(c["name"], c["line"]): c for c in fn["calls"]}
+
+
+class GuardFactsTest(unittest.TestCase):
+	def test_else_if_chain_negates_earlier_tests(self):
+		c = calls_of("""int f(int mode, int *p)
+{
+	if (mode == M_A)
+		a();
+	else if (mode == M_B)
+		b();
+	else
+		other();
+	return 0;
+}
+""", "f")
+		self.assertEqual(c[("a", 4)]["cond"], [[0, "eq", "M_A"]])
+		self.assertEqual(c[("b", 6)]["cond"], [[0, "ne", "M_A"], [0, "eq", "M_B"]])
+		self.assertEqual(c[("other", 8)]["cond"], [[0, "ne", "M_A"], [0, "ne", "M_B"]])
+
+	def test_early_return_holds_until_a_label_a_goto_reaches(self):
+		c = calls_of("""int f(struct op *op, int x)
+{
+	if (x)
+		goto out;
+	if (!op)
+		return 0;
+	use(op);
+out:
+	after(op);
+	return 1;
+}
+""", "f")
+		# a goto is not an exit: x is not known to be 0 after it
+		self.assertEqual(c[("use", 7)]["cond"], [[0, "nz", ""]])
+		self.assertNotIn("cond", c[("after", 9)])
+
+	def test_disjunction_early_exit_gives_each_negation(self):
+		c = calls_of("""void f(int a, unsigned int fl)
+{
+	if (!a || (fl & F_X))
+		return;
+	g();
+}
+""", "f")
+		self.assertEqual(sorted(c[("g", 5)]["cond"]), [[0, "nz", ""], [1, "nobit", "F_X"]])
+
+	def test_assigned_parameter_has_no_tests_and_is_not_passed_on(self):
+		c = calls_of("""void f(unsigned int fl)
+{
+	fl |= F_X;
+	if (fl & F_X)
+		g(fl);
+}
+""", "f")
+		self.assertNotIn("cond", c[("g", 5)])
+		self.assertNotIn("pa", c[("g", 5)])
+
+	def test_bug_on_rules_out_its_condition(self):
+		c = calls_of("""void f(unsigned int fl)
+{
+	BUG_ON(fl & F_X);
+	g(fl);
+}
+""", "f")
+		self.assertEqual(c[("g", 4)]["cond"], [[0, "nobit", "F_X"]])
+		self.assertEqual(c[("g", 4)]["pa"], [[0, "p", 0]])
+
+	def test_provenance_needs_every_allocation_to_agree(self):
+		c = calls_of("""void f(gfp_t gfp, int n)
+{
+	struct t *a = t_alloc(n, GFP_ATOMIC);
+	struct t *b = t_alloc(n, GFP_ATOMIC);
+	struct t *d;
+
+	grow(&d, gfp);
+	b = t_lookup(n);
+	t_free(a);
+	t_free(b);
+	t_free(d);
+}
+""", "f")
+		self.assertEqual(c[("t_free", 9)]["prov"], ["c", "GFP_ATOMIC"])
+		self.assertNotIn("prov", c[("t_free", 10)])	# b was reassigned
+		self.assertEqual(c[("t_free", 11)]["prov"], ["p", 0])
+
+	def test_variadic_macro_passes_arguments_through(self):
+		c = calls_of("#define m_alloc(...) alloc_hooks(m_alloc_noprof(__VA_ARGS__))\n", "m_alloc")
+		self.assertEqual(c[("m_alloc_noprof", 1)]["va"], 0)
+		self.assertNotIn("pa", c[("m_alloc_noprof", 1)])
+
+
+class ArgsTest(unittest.TestCase):
+	def test_constants_decide_tests(self):
+		a = Args(KN)
+		table = [
+			("nz", "", "NULL", False), ("nz", "", "0", False), ("nz", "", "1", True),
+			("z", "", "NULL", True), ("nz", "", "FOO", None),
+			("bit", "F_X", "0", False), ("bit", "F_X", "F_X|F_Y", True), ("bit", "F_X", "F_Y", None),
+			("nobit", "F_X", "F_X", False),
+			("eq", "S_LIVE", "S_LIVE", True), ("eq", "S_LIVE", "S_RESETTING", False),
+			("ne", "S_LIVE", "S_LIVE", False), ("eq", "S_LIVE", "state", None),
+			("blocking", "", "GFP_KERNEL", True), ("blocking", "", "GFP_ATOMIC|__GFP_NOWARN", False),
+			("blocking", "", "GFP_NOWAIT", False), ("nonblocking", "", "GFP_NOIO", False),
+			("blocking", "", "gfp", None),
+		]
+		for op, val, text, want in table:
+			self.assertIs(a.test(op, val, text), want, (op, val, text))
+
+	def test_map_conds(self):
+		a = Args(KN)
+		conds = frozenset([(1, "bit", "F_X")])
+		self.assertIsNone(map_conds(conds, {"pa": [[1, "c", "0"]]}, a))
+		self.assertEqual(map_conds(conds, {"pa": [[1, "p", 2]]}, a), {(2, "bit", "F_X")})
+		self.assertEqual(map_conds(conds, {}, a), frozenset())
+		self.assertEqual(map_conds(conds, {"va": 1}, a), {(2, "bit", "F_X")})
+
+
+class SameGuardAtomsTest(unittest.TestCase):
+	def test_atoms(self):
+		self.assertEqual(sameguard.atoms("!noblock"), ([("noblock", False)], [("noblock", True)]))
+		self.assertEqual(sameguard.atoms("unlikely(!bus->polling_mode)"),
+				 ([("bus->polling_mode", False)], [("bus->polling_mode", True)]))
+		self.assertEqual(sameguard.atoms("a&&b"), ([("a", True), ("b", True)], []))
+		self.assertFalse(sameguard._pure("x=y"))
+		self.assertFalse(sameguard._pure("f(x)"))
+		self.assertTrue(sameguard._pure("x==y"))
+
+
+if __name__ == "__main__":
+	unittest.main()
