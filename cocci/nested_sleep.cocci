@@ -25,7 +25,14 @@
 //# before it sleeps, and for chains through function pointers, which are
 //# resolved by struct type and member and may name a target that is never
 //# reached from this site.  Sites that call sched_annotate_sleep(), the
-//# kernel's "checked and harmless" annotation, are not reported.
+//# kernel's "checked and harmless" annotation, are not reported.  The
+//# driver drops chains that the constants passed along them rule out (a
+//# flag bit, an enumerator, NULL, a non-blocking gfp, BUG_ON()), and calls
+//# that a second test of the setter's own unmodified condition keeps out
+//# of the window; it trusts that distinct enumerators differ and that
+//# nothing outside the function changes a condition it tests twice.  A
+//# value the driver cannot see (a struct field, a value computed at run
+//# time, the return value of a callee) is not followed.
 //#
 //# wait_woken() is not always the right fix: where the inner sleep is rare and
 //# a re-loop harmless, maintainers have accepted sched_annotate_sleep(); where
@@ -536,6 +543,12 @@ def ns_window(f):
 def ns_is_carrier(g):
     return g in NS_CARRIERS
 
+# calls that return with the task running whenever they return true
+# (io_run_task_work()): the driver finds them; a path through one is not
+# followed (the true side leaves the window, the false side is given up)
+def ns_runs_on_true(f):
+    return False
+
 # thread functions: the driver's whole-tree set, or those the thr rule
 # saw passed to a thread creator in the file being read
 ns_threads_here = set()
@@ -662,6 +675,7 @@ identifier f : script:python() { ns_window(f) };
 expression list al;
 expression E;
 position p0, p;
+identifier rt : script:python() { ns_runs_on_true(rt) };
 @@
 
 ptw@p0(...)
@@ -669,6 +683,7 @@ ptw@p0(...)
     when != __set_current_state(TASK_RUNNING)
     when != set_current_state(TASK_RUNNING)
     when != sched_annotate_sleep()
+    when != rt(...)
 \( f@p(al) \| E->f@p(...) \| E.f@p(...) \)
 
 @script:python@
@@ -694,6 +709,7 @@ identifier f : script:python() { ns_window(f) };
 expression list al;
 expression E;
 position p0, p;
+identifier rt : script:python() { ns_runs_on_true(rt) };
 @@
 
 scs@p0(S)
@@ -701,6 +717,7 @@ scs@p0(S)
     when != __set_current_state(TASK_RUNNING)
     when != set_current_state(TASK_RUNNING)
     when != sched_annotate_sleep()
+    when != rt(...)
 \( f@p(al) \| E->f@p(...) \| E.f@p(...) \)
 
 @script:python@
@@ -759,6 +776,7 @@ identifier f : script:python() { ns_window(f) };
 expression list al;
 expression E;
 position p0, p;
+identifier rt : script:python() { ns_runs_on_true(rt) };
 @@
 
 g@p0(...)
@@ -766,6 +784,7 @@ g@p0(...)
     when != __set_current_state(TASK_RUNNING)
     when != set_current_state(TASK_RUNNING)
     when != sched_annotate_sleep()
+    when != rt(...)
 \( f@p(al) \| E->f@p(...) \| E.f@p(...) \)
 
 @script:python@
@@ -808,6 +827,7 @@ identifier r =~ "^(__schedule|blk_io_schedule|do_wait_intr|do_wait_intr_irq|fini
 identifier f : script:python() { ns_window(f) };
 expression S;
 position p0, p;
+identifier rt : script:python() { ns_runs_on_true(rt) };
 @@
 
 t(...) {
@@ -817,6 +837,7 @@ scs@p0(S)
     when != __set_current_state(TASK_RUNNING)
     when != set_current_state(TASK_RUNNING)
     when != sched_annotate_sleep()
+    when != rt(...)
     when != f(...)
 return@p ...;
 ...+>

@@ -55,6 +55,21 @@ out:
 		self.assertEqual(c[("use", 7)]["cond"], [[0, "nz", ""]])
 		self.assertNotIn("cond", c[("after", 9)])
 
+	def test_preprocessor_line_is_not_a_statement(self):
+		c = calls_of("""void f(int mode)
+{
+	if (!mode)
+		return;
+#define F_MAX 3
+	if (mode == M_A)
+		a();
+	else
+		b();
+}
+""", "f")
+		self.assertEqual(c[("a", 7)]["cond"], [[0, "nz", ""], [0, "eq", "M_A"]])
+		self.assertEqual(c[("b", 9)]["cond"], [[0, "nz", ""], [0, "ne", "M_A"]])
+
 	def test_disjunction_early_exit_gives_each_negation(self):
 		c = calls_of("""void f(int a, unsigned int fl)
 {
@@ -110,6 +125,43 @@ out:
 		self.assertNotIn("pa", c[("m_alloc_noprof", 1)])
 
 
+class RunsOnTrueTest(unittest.TestCase):
+	def run_true(self, src, func):
+		f = cfacts.extract(src, KN.want_args, KN.restore, KN.words)
+		return bool(f["functions"][func].get("run_true"))
+
+	def test_true_only_after_the_restore(self):
+		self.assertTrue(self.run_true("""int f(void)
+{
+	if (pending()) {
+		__set_current_state(TASK_RUNNING);
+		run();
+		return 1;
+	}
+	return 0;
+}
+""", "f"))
+
+	def test_a_store_through_a_pointer_is_not_a_returned_flag(self):
+		self.assertFalse(self.run_true("""void f(bool *locked)
+{
+	if (!*locked) {
+		mutex_lock(&m);
+		*locked = true;
+	}
+}
+""", "f"))
+
+	def test_restore_in_a_branch_does_not_cover_a_later_return(self):
+		self.assertFalse(self.run_true("""int f(int x)
+{
+	if (x)
+		__set_current_state(TASK_RUNNING);
+	return 1;
+}
+""", "f"))
+
+
 class ArgsTest(unittest.TestCase):
 	def test_constants_decide_tests(self):
 		a = Args(KN)
@@ -130,10 +182,12 @@ class ArgsTest(unittest.TestCase):
 	def test_map_conds(self):
 		a = Args(KN)
 		conds = frozenset([(1, "bit", "F_X")])
-		self.assertIsNone(map_conds(conds, {"pa": [[1, "c", "0"]]}, a))
-		self.assertEqual(map_conds(conds, {"pa": [[1, "p", 2]]}, a), {(2, "bit", "F_X")})
-		self.assertEqual(map_conds(conds, {}, a), frozenset())
-		self.assertEqual(map_conds(conds, {"va": 1}, a), {(2, "bit", "F_X")})
+		self.assertEqual(map_conds(conds, {"pa": [[1, "c", "0"]]}, a), (None, False))
+		self.assertEqual(map_conds(conds, {"pa": [[1, "p", 2]]}, a), ({(2, "bit", "F_X")}, False))
+		self.assertEqual(map_conds(conds, {}, a), (frozenset(), False))
+		self.assertEqual(map_conds(conds, {"va": 1}, a), ({(2, "bit", "F_X")}, False))
+		# a gfp the caller computes: kept as possible, with a doubt
+		self.assertEqual(map_conds(frozenset([(0, "blocking", "")]), {}, a), (frozenset(), True))
 
 
 class SameGuardAtomsTest(unittest.TestCase):

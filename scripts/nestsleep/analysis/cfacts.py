@@ -360,6 +360,96 @@ def returns_nonrunning(toks, lo, hi, restore, words):
 	return armed, sets
 
 
+def _restores_here(toks, a, e, restore, words):
+	"""Whether statement toks[a..e] is a plain call that leaves the task
+	running: a window-ending call, or a setter with TASK_RUNNING."""
+	if toks[a][0] != "id" or a + 1 > e or toks[a + 1][1] != "(":
+		return False
+	if toks[a][1] in restore:
+		return True
+	return toks[a][1] in words.set and _state_arg_running(toks, a)[0]
+
+
+def runs_on_true(toks, lo, hi, restore, words):
+	"""Whether the body toks[lo:hi] returns a non-zero constant only after
+	a statement that leaves the task running, in its own block or an
+	enclosing one, with no state set since (io_run_task_work(): 'if
+	(task_work_pending(current)) { __set_current_state(TASK_RUNNING); ...
+	return 1; } return 0;'), or sets a returned flag only then ('ret =
+	true;' ... 'return ret;').  Every return must be a constant or such a
+	flag, and one must be non-zero.  A caller that tests 'if (f())' knows the task runs on the
+	true branch."""
+	seen = {"true": 0, "bad": False, "ret": set()}
+	flags = {}	# local -> whether every non-zero store to it ran in TASK_RUNNING
+	stores = {}	# local -> its non-zero stores
+
+	def block(a, b, running):
+		j = a
+		while j < b and not seen["bad"]:
+			v = toks[j][1]
+			if toks[j][0] == "pp":
+				j += 1
+				continue
+			e = max(stmt_end(toks, j, b), j)
+			if v == "return":
+				val = _text(toks[j + 1:e]).strip("()")
+				if val in ("0", "false"):
+					pass
+				elif re.match(r"^(?:[1-9]\d*|true)$", val):
+					seen["true"] += 1
+					if not running:
+						seen["bad"] = True
+				elif val in flags:
+					seen["ret"].add(val)
+				else:
+					seen["bad"] = True
+			elif v == "{":
+				block(j + 1, e, running)
+			elif v in ("if", "for", "while", "switch", "do", "else"):
+				# nested statements inherit the state; what they change
+				# does not leave them
+				k = j
+				while k <= e:
+					if toks[k][1] == "{":
+						ke = _match_close(toks, k, "{", "}")
+						block(k + 1, min(ke, e), running)
+						k = ke + 1
+						continue
+					if toks[k][1] == "return":
+						ke = max(stmt_end(toks, k, e + 1), k)
+						block(k, ke + 1, running)
+						k = ke + 1
+						continue
+					if toks[k][0] == "id" and toks[k][1] in (words.set | words.prepare) and \
+							not _restores_here(toks, k, e, restore, words):
+						running = False
+					k += 1
+			else:
+				for k in range(j, e + 1):
+					if toks[k][0] == "id" and k + 1 <= e and toks[k + 1][1] == "(" and \
+							toks[k][1] in (words.set | words.prepare):
+						running = False
+				if _restores_here(toks, j, e, restore, words):
+					running = True
+				# a flag returned later: 'bool ret = false;', 'ret = true;'
+				if e - j >= 3 and toks[e][1] == ";" and toks[e - 2][1] == "=" and toks[e - 3][0] == "id" \
+						and toks[e - 4][1] not in ("*", "->", "."):
+					var, val = toks[e - 3][1], toks[e - 1][1]
+					if val in ("0", "false"):
+						flags.setdefault(var, True)
+					elif re.match(r"^(?:[1-9]\d*|true)$", val):
+						flags[var] = flags.get(var, True) and running
+						stores[var] = stores.get(var, 0) + 1
+					else:
+						flags[var] = False
+			j = e + 1
+
+	block(lo, hi, False)
+	if any(not flags.get(v, False) for v in seen["ret"]):
+		return False
+	return seen["true"] + sum(stores.get(v, 0) for v in seen["ret"]) > 0 and not seen["bad"]
+
+
 def _on_nonzero(toks, lo, i, var):
 	"""Whether the return at i is the body of 'if (var)' (or 'var < 0',
 	'var != 0'), var holding an on_zero setter's value: the setter did not
@@ -508,6 +598,8 @@ def stmt_end(toks, j, hi):
 	"""Index of the last token of the statement that starts at toks[j]."""
 	if j >= hi:
 		return hi - 1
+	if toks[j][0] == "pp":
+		return j	# a #define or #if line between statements
 	v = toks[j][1]
 	if v == "{":
 		return min(_match_close(toks, j, "{", "}"), hi - 1)
@@ -579,6 +671,9 @@ def guard_map(toks, lo, hi, atoms, label_reset=None, restores=None, asserts=froz
 		j = a
 		while j < b:
 			v = toks[j][1]
+			if toks[j][0] == "pp":
+				j += 1
+				continue
 			if toks[j][0] == "id" and j + 1 < b and toks[j + 1][1] == ":" and v not in ("case", "default"):
 				if label_reset is None or label_reset(j):
 					cur = base	# a goto may arrive without the tests met since
@@ -812,6 +907,11 @@ def extract(text, want_args, restore, words):
 					}
 					funcs[name]["carry"], funcs[name]["setter"] = \
 						returns_nonrunning(toks, i + 1, close, restore, words)
+					try:
+						if runs_on_true(toks, i + 1, close, restore, words):
+							funcs[name]["run_true"] = True
+					except RecursionError:
+						pass
 				else:
 					_aggregate(toks, i, close, stmt_start, structs, ops)
 				i = close + 1

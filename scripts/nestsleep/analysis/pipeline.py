@@ -42,6 +42,7 @@ from nestsleep.analysis.match import (Matcher, _flags_key, _is_nestsleep_rule, c
 from nestsleep.analysis.report import context_text, make_finding, patch_text, report_text
 from nestsleep.analysis.resolve import Analysis
 from nestsleep.analysis.sameguard import SameGuard
+from nestsleep.analysis.summarize import GFP_TESTS
 from nestsleep.analysis.scan import SKIP_DIRS, WAIT_WORDS, Facts, Tree, holds_sources
 from nestsleep.analysis.waiters import derive_waiters, specialize_rule
 from nestsleep.cache import Cache
@@ -245,11 +246,13 @@ def tree_knowledge(tree, facts, ana, kn, cache, times):
 	times["facts"] = time.time() - t
 	t = time.time()
 	waiters = derive_waiters(kn, facts, [r for r in wait_files if tree.flags(r) & FileFlag.DEFINES])
-	carriers = set()
+	carriers, run_true = set(), set()
 	for rel in state_files:
 		for name, fn in facts.get(rel)["functions"].items():
 			if fn.get("carry"):
 				carriers.add(name)
+			if fn.get("run_true"):
+				run_true.add(name)
 	carriers -= set(kn.sleepers) | set(waiters) | set(kn.restore)
 	extra = sorted(n for n in waiters if not any(w in n.encode() for w in WAIT_WORDS))
 	if extra:
@@ -303,7 +306,7 @@ def tree_knowledge(tree, facts, ana, kn, cache, times):
 	times["window"] = time.time() - t
 	log("%d names may sleep inside set_current_state()/prepare_to_wait() windows" % len(window))
 
-	return waiters, carriers, window, wait_files
+	return waiters, carriers, window, wait_files, sorted(run_true)
 
 
 def thread_functions(tree, kn, cache):
@@ -366,6 +369,9 @@ def site_paths(site_targets, ana, later, same=None):
 			continue
 		key = (r.file, r.line, r.col, r.colend)
 		pen = w.penalty
+		if any(op in GFP_TESTS for _, op, _ in w.conds):
+			# the sleep needs a blocking gfp from the waiter's caller
+			pen += 1
 		shape = r.shape
 		if shape == "carried_state":
 			pen = max(pen, 1)
@@ -396,14 +402,14 @@ def analyse(a, ext):
 		"%s %s\n" % (rel, tree.files[rel][0]) for rel in sorted(tree.files))).encode())[:16]
 	know = cache.load("index", "tree-" + tdig)
 	if know is not None:
-		waiters, carriers, window, wait_files = know
+		waiters, carriers, window, wait_files, run_true = know
 		carriers = set(carriers)
 		times["facts"] = times["window"] = 0.0
 		log("tree knowledge cached: %d wait primitives, %d state-carrying helpers, %d window names" % (
 			len(waiters), len(carriers), len(window)))
 	else:
-		waiters, carriers, window, wait_files = tree_knowledge(tree, facts, ana, kn, cache, times)
-		cache.store((waiters, sorted(carriers), window, wait_files), "index", "tree-" + tdig)
+		waiters, carriers, window, wait_files, run_true = tree_knowledge(tree, facts, ana, kn, cache, times)
+		cache.store((waiters, sorted(carriers), window, wait_files, run_true), "index", "tree-" + tdig)
 
 	if a.only is not None:
 		targets = [r for r in a.only if r in tree.files]
@@ -424,7 +430,7 @@ def analyse(a, ext):
 				json.dump(val, f, sort_keys=True)
 		with open(a.cocci, "rb") as f:
 			base = sha1(f.read() + json.dumps(waiters, sort_keys=True).encode() + json.dumps(sorted(carriers)).encode()
-				    + _flags_key(a.spflags))[:16]
+				    + json.dumps(run_true).encode() + _flags_key(a.spflags))[:16]
 		wset = set(window)
 		threads = thread_functions(tree, kn, cache)
 
@@ -437,7 +443,7 @@ def analyse(a, ext):
 					    " ".join(sorted(set(fns) & threads))).encode())[:8]
 		t = time.time()
 		rule = specialize_rule(a.cocci, os.path.join(tmp, os.path.basename(a.cocci)),
-				       waiters, carriers, window, threads)
+				       waiters, carriers, window, threads, run_true)
 		matcher = Matcher(tree, cache, a, rule, paths, rulekey)
 		results = matcher.run(targets)
 		times["match"] = time.time() - t

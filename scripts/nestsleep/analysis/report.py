@@ -67,7 +67,7 @@ def make_finding(key, paths, kn):
 		"function": r.func, "shape": r.shape, "primitive": r.site,
 		"role": r.role, "locked": r.locked, "kind": kind,
 		"call": r.call, "call_line": r.cline, "effect": first.effect,
-		"group": first.group, "chain": list(first.chain), "confidence": conf,
+		"group": first.group, "chain": list(first.chain), "confidence": conf, "doubts": pen,
 		"chain_locs": ["%s:%d" % l for l in first.locs],
 		"paths": [{"call": p.site.call, "line": p.site.cline, "col": p.site.ccol, "chain": list(p.chain),
 			   "chain_locs": ["%s:%d" % l for l in p.locs],

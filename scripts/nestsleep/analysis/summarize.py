@@ -78,13 +78,19 @@ class Args:
 		return None
 
 
+GFP_TESTS = ("blocking", "nonblocking")
+
+
 def map_conds(conds, c, args):
 	"""The tests conds of a callee's chain seen at call c: None if the
 	call's constants rule the chain out, else the tests moved to the
-	caller's parameters (with the call's own guards, c's cond)."""
+	caller's parameters (with the call's own guards, c's cond), and
+	whether a gfp test met an argument that is neither (a gfp computed
+	at run time: one more doubt)."""
 	pa = {p: (k, v) for p, k, v in c.get("pa", ())}
 	va = c.get("va")
 	out = set(tuple(x) for x in c.get("cond", ()))
+	guessed = False
 	for j, op, val in conds:
 		if va is not None:
 			out.add((va + j, op, val))
@@ -92,10 +98,12 @@ def map_conds(conds, c, args):
 		k, v = pa.get(j, (None, None))
 		if k == "c":
 			if args.test(op, val, v) is False:
-				return None
+				return None, False
 		elif k == "p":
 			out.add((v, op, val))
-	return frozenset(out)
+		elif op in GFP_TESTS:
+			guessed = True
+	return frozenset(out), guessed
 
 
 def _contradicts(conds):
@@ -127,18 +135,31 @@ def summarize(nodes, rounds, exclude=(), args=None):
 	rounds.  Chains that end in a primitive of a group in exclude are not
 	considered."""
 	args = args or Args()
+	callers = {}
+	for node, d in nodes.items():
+		for c, tg in d["calls"]:
+			for t in tg.nodes:
+				callers.setdefault(t, set()).add(node)
 	summ = {}
+	todo = set(nodes)
 	for _ in range(rounds):
-		nxt = {}
-		for node, d in nodes.items():
+		# only a node whose callees changed in the last round can change
+		nxt = dict(summ)
+		changed = set()
+		for node in todo:
+			d = nodes[node]
 			cands = list(summ.get(node, ()))
 			for c, tg in d["calls"]:
 				cands += witnesses(c, tg, summ, node[0], exclude, args)
 			if cands:
-				nxt[node] = keep(cands)
-		if nxt == summ:
+				k = keep(cands)
+				if k != summ.get(node):
+					nxt[node] = k
+					changed.add(node)
+		if not changed:
 			break
 		summ = nxt
+		todo = set(n for c in changed for n in callers.get(c, ()))
 	return summ
 
 
@@ -172,8 +193,14 @@ def witnesses(c, tg, summ, at, exclude=(), args=None):
 			conds |= frozenset(tuple(x) for x in c.get("acond", ()))
 		if c["name"] in args.gfp_arg:
 			# kmalloc(n, gfp) with the function's own gfp
+			i = args.gfp_arg[c["name"]]
 			conds |= frozenset((v, "blocking", "") for p, k, v in c.get("pa", ())
-					   if k == "p" and p == args.gfp_arg[c["name"]])
+					   if k == "p" and p == i)
+			# a gfp chosen at run time ('atomic ? GFP_NOWAIT : GFP_KERNEL')
+			a = c.get("args") or []
+			words = set(re.findall(r"\w+", a[i])) if i < len(a) else set()
+			if words & args.blocking and words & args.nonblocking:
+				pen = 1
 		conds = _prov(c, c["name"], conds, args)
 		if conds is not None and not _contradicts(conds):
 			out.append(Witness((c["name"],), tg.effect, tg.group, pen, here, conds))
@@ -182,13 +209,13 @@ def witnesses(c, tg, summ, at, exclude=(), args=None):
 		return out
 	for t in tg.nodes:
 		for s in summ.get(t, ()):
-			conds = map_conds(s.conds, c, args)
+			conds, guessed = map_conds(s.conds, c, args)
 			if conds is None:
 				continue
 			conds = _prov(c, s.chain[-1], conds, args)
 			if conds is None or _contradicts(conds):
 				continue
-			pen = s.penalty
+			pen = s.penalty + (1 if guessed else 0)
 			if tg.kind == "pointer":
 				hop = "%s=%s" % (tg.info, t[1])
 				pen += 2 if len(tg.nodes) <= WIDE_FANOUT else 3

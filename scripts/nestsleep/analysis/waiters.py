@@ -95,7 +95,7 @@ def derive_waiters(kn, facts, files):
 # spatch
 
 
-def specialize_rule(src, dst, waiters, carriers, window, threads=()):
+def specialize_rule(src, dst, waiters, carriers, window, threads=(), run_true=()):
 	"""Write a copy of the rule with this tree's knowledge as regex constraints.
 
 	Alone, the rule asks Python whether an identifier is a waiter, a carrier,
@@ -108,7 +108,7 @@ def specialize_rule(src, dst, waiters, carriers, window, threads=()):
 	with open(src) as f:
 		text = f.read()
 	subs = {"ns_is_waiter": rx(waiters), "ns_is_carrier": rx(carriers), "ns_window": rx(window),
-		"ns_is_thread": rx(threads)}
+		"ns_is_thread": rx(threads), "ns_runs_on_true": rx(run_true)}
 	text = re.sub(r"identifier (\w+) : script:python\(\) \{ (ns_\w+)\(\w+\) \};",
 		      lambda m: 'identifier %s =~ "%s";' % (m.group(1), subs[m.group(2)]), text)
 	with open(dst, "w") as f:
