@@ -4,6 +4,7 @@
 README phases, one module each: scan (the tree and its per-file facts),
 waiters (wait primitives by macro expansion), match (spatch on the wait
 sites), resolve (calls to their definitions), summarize (chains down to a
-sleeping primitive) and report (findings and the output modes).  The
+sleeping primitive, with the argument values they need), sameguard (a
+condition tested twice) and report (findings and the output modes).  The
 pipeline module runs them in order; start reading at pipeline.analyse().
 """

@@ -5,9 +5,12 @@ Coccinelle matches the wait sites (cocci/nested_sleep.cocci); this module only
 extracts what the interprocedural summary needs from the files that define
 callees, cheaply and without dropping functions spatch cannot parse:
 
-  functions  name -> line, static, calls (name, line, kind, base, args),
-             local struct types, sched_annotate_sleep() line, and whether the
-             function may return with the task in a non-running state
+  functions  name -> line, static, calls (name, line, kind, base, args,
+             and the argument facts pa, cond, prov, acond, va described at
+             annotate_calls()), local struct types, sched_annotate_sleep()
+             line, whether the function may return with the task in a
+             non-running state (carry), and whether it returns true only
+             in TASK_RUNNING (run_true, runs_on_true())
   macros     function-like #defines: parameters and the calls in the body
   structs    struct name -> {field: struct type}
   ops        (struct type or None, member, function) from initializers and
@@ -790,14 +793,21 @@ def annotate_calls(toks, lo, hi, calls, params, gfp_params=(), asserts=frozenset
 	in '_i'), made in a body toks[lo:hi] whose parameters are params."""
 	changed = _assigned(toks, lo, hi, set(p for p in params if p))
 	pidx = {p: i for i, p in enumerate(params) if p and p not in changed}
-	guards = guard_map(toks, lo, hi, lambda t: cond_atoms(t, pidx), asserts=asserts)
+	names = tuple(pidx)
+
+	def atoms(t):
+		if not any(n in t for n in names):
+			return (), ()
+		return cond_atoms(t, pidx)
+	guards = guard_map(toks, lo, hi, atoms, asserts=asserts)
 	alloc = {}	# local -> set of ("c", gfp) / ("p", i) of the calls that take it
 	gfp_names = {params[i]: i for i in gfp_params if params[i] in pidx}
 	for c in calls:
 		i = c.pop("_i")
 		rp = _match_close(toks, i + 1, "(", ")")
 		args = split_args(toks, i + 1, rp)
-		texts = [_strip(_text(a)) for a in args]
+		# only short arguments can be a parameter, a constant or a gfp
+		texts = [_strip(_text(a)) if len(a) <= 12 else "" for a in args]
 		if texts == ["__VA_ARGS__"] and "..." in params:
 			c["va"] = params.index("...")
 		pa = []
@@ -808,7 +818,7 @@ def annotate_calls(toks, lo, hi, calls, params, gfp_params=(), asserts=frozenset
 				pa.append([pos, "c", t])
 		if pa:
 			c["pa"] = pa
-		if texts:
+		if texts and "gfpflags_allow_blocking" in texts[0]:
 			# might_sleep_if(gfpflags_allow_blocking(gfp)): what its
 			# first argument being true says about the parameters
 			at = cond_atoms(texts[0], pidx)[0]

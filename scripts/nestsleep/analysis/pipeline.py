@@ -15,8 +15,12 @@ Whole-tree driver for cocci/nested_sleep.cocci.  It works on demand:
   resolve   follow those calls through the definitions of their callees,
             file by file (analysis/cfacts.py, cached per file content), through
             macros, static inlines and ops-table function pointers;
-  summarize a fixpoint over the call graph gives each function a shortest
-            chain down to a sleeping primitive (cocci/sleep_info.json);
+  summarize a fixpoint over the call graph gives each function its best
+            chains down to a sleeping primitive (cocci/sleep_info.json),
+            each with the parameter tests it needs; the constants passed
+            along a chain decide them;
+  sameguard drop the calls that a second test of the setter's own
+            unmodified condition keeps out of the window;
   report    one finding per wait site, in the kernel's coccicheck formats.
 
 Run it through 'make coccicheck' (see README.md).  Findings go to stdout;
@@ -301,7 +305,9 @@ def tree_knowledge(tree, facts, ana, kn, cache, times):
 			window_calls.append((c, tg))
 			roots += tg.nodes
 	ana.expand(roots)
-	ana.summarize()
+	# which names may sleep at all: the rule's pre-filter, so the chains'
+	# argument tests (which only remove chains) are left to the sites
+	ana.summarize(exact=False)
 	window = sorted(set(c["name"] for c, tg in window_calls if ana.witness(c, tg, ana.summary, "")))
 	times["window"] = time.time() - t
 	log("%d names may sleep inside set_current_state()/prepare_to_wait() windows" % len(window))

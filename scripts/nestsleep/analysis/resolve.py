@@ -199,8 +199,11 @@ class Analysis:
 			return CallTarget("prim", group=group, effect=effect)
 		return CallTarget("direct", tuple(self.resolve(call["name"], rel)))
 
-	def summarize(self):
-		"""Summaries of every node of the graph (summarize.summarize)."""
+	def summarize(self, exact=True):
+		"""Summaries of every node of the graph (summarize.summarize).
+		exact=False ignores the argument tests: a superset of the chains,
+		cheaper, enough to know which names may sleep at all."""
+		self.args = summarize_mod.Args(self.kn, exact)
 		self.summary = summarize_mod.summarize(self.nodes, MAX_ROUNDS, args=self.args)
 		self.summaries_without = {}
 

@@ -28,7 +28,10 @@ class Args:
 	words and the primitives whose sleep depends on where their memory
 	came from (sleep_info.json provenance_free)."""
 
-	def __init__(self, kn=None):
+	def __init__(self, kn=None, exact=True):
+		# exact=False: every chain holds whatever the arguments (a
+		# superset, for the tree-wide names that may sleep in a window)
+		self.exact = exact
 		self.blocking = frozenset(kn.blocking_gfp) if kn else frozenset()
 		self.nonblocking = frozenset(kn.nonblocking_gfp) if kn else frozenset()
 		self.prov_free = frozenset(kn.provenance_free) if kn else frozenset()
@@ -187,7 +190,7 @@ def witnesses(c, tg, summ, at, exclude=(), args=None):
 	if tg.kind == "prim":
 		if tg.group in exclude:
 			return out
-		pen, conds = 0, frozenset(tuple(x) for x in c.get("cond", ()))
+		pen, conds = 0, frozenset(tuple(x) for x in c.get("cond", ()) if args.exact)
 		if c["name"] in ("might_sleep_if",):
 			pen = 1
 			conds |= frozenset(tuple(x) for x in c.get("acond", ()))
@@ -201,6 +204,8 @@ def witnesses(c, tg, summ, at, exclude=(), args=None):
 			words = set(re.findall(r"\w+", a[i])) if i < len(a) else set()
 			if words & args.blocking and words & args.nonblocking:
 				pen = 1
+		if not args.exact:
+			conds = frozenset()
 		conds = _prov(c, c["name"], conds, args)
 		if conds is not None and not _contradicts(conds):
 			out.append(Witness((c["name"],), tg.effect, tg.group, pen, here, conds))
@@ -209,7 +214,7 @@ def witnesses(c, tg, summ, at, exclude=(), args=None):
 		return out
 	for t in tg.nodes:
 		for s in summ.get(t, ()):
-			conds, guessed = map_conds(s.conds, c, args)
+			conds, guessed = map_conds(s.conds, c, args) if args.exact else (frozenset(), False)
 			if conds is None:
 				continue
 			conds = _prov(c, s.chain[-1], conds, args)
@@ -232,7 +237,7 @@ def _prov(c, prim, conds, args):
 	prim, a provenance_free primitive: None if c frees memory that a
 	constant non-blocking gfp allocated."""
 	p = c.get("prov")
-	if not p or prim not in args.prov_free:
+	if not p or prim not in args.prov_free or not args.exact:
 		return conds
 	if p[0] == "c":
 		return None if args.test("blocking", "", p[1]) is False else conds
