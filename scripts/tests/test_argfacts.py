@@ -91,6 +91,27 @@ out:
 		self.assertNotIn("cond", c[("g", 5)])
 		self.assertNotIn("pa", c[("g", 5)])
 
+	def test_member_address_does_not_change_the_parameter(self):
+		c = calls_of("""int f(struct c *c, struct op *op)
+{
+	spin_lock(&c->lock);
+	if (op)
+		prepare_to_wait(&c->wq, &op->wait, TASK_UNINTERRUPTIBLE);
+	g(&op);
+	return 0;
+}
+""", "f")
+		self.assertNotIn("cond", c[("prepare_to_wait", 5)])	# &op: op may change
+		c = calls_of("""int f(struct c *c, struct op *op)
+{
+	spin_lock(&c->lock);
+	if (op)
+		prepare_to_wait(&c->wq, &op->wait, TASK_UNINTERRUPTIBLE);
+	return -EINTR;
+}
+""", "f")
+		self.assertEqual(c[("prepare_to_wait", 5)]["cond"], [[1, "nz", ""]])
+
 	def test_bug_on_rules_out_its_condition(self):
 		c = calls_of("""void f(unsigned int fl)
 {

@@ -453,6 +453,22 @@ def runs_on_true(toks, lo, hi, restore, words):
 	return seen["true"] + sum(stores.get(v, 0) for v in seen["ret"]) > 0 and not seen["bad"]
 
 
+def carry_cond(calls, words):
+	"""The parameter tests under which every state setter among calls
+	runs (bcache's mca_cannibalize_lock(): 'if (op) prepare_to_wait()'),
+	so the function can return with the state set only when they hold;
+	[] if a setter runs unconditionally."""
+	common = None
+	for c in calls:
+		if c["name"] not in words.set and c["name"] not in words.prepare or c.get("running"):
+			continue
+		cs = set(tuple(x) for x in c.get("cond", ()))
+		common = cs if common is None else common & cs
+		if not common:
+			return []
+	return sorted(list(x) for x in common) if common else []
+
+
 def _on_nonzero(toks, lo, i, var):
 	"""Whether the return at i is the body of 'if (var)' (or 'var < 0',
 	'var != 0'), var holding an on_zero setter's value: the setter did not
@@ -755,8 +771,8 @@ def _assigned(toks, lo, hi, names):
 			continue
 		nx = toks[j + 1][1] if j + 1 < hi else ""
 		pv = toks[j - 1][1] if j > lo else ""
-		if nx in _ASSIGN_OPS or pv in ("&", "++", "--"):
-			out.add(v)
+		if nx in _ASSIGN_OPS or pv in ("++", "--") or pv == "&" and nx not in ("->", ".", "["):
+			out.add(v)	# '&p->member' takes a member's address, not p's
 	return out
 
 
@@ -777,20 +793,22 @@ def params_of(toks, lo, brace, name):
 	return [], []
 
 
-def _annotate(toks, lo, hi, calls, params, gfp_params=(), asserts=frozenset()):
+def _annotate(toks, lo, hi, calls, params, gfp_params=(), asserts=frozenset(), running_setters=frozenset()):
 	"""annotate_calls(), or none of its facts for a body too deeply
 	nested to walk (no facts only loses precision)."""
 	try:
-		annotate_calls(toks, lo, hi, calls, params, gfp_params, asserts)
+		annotate_calls(toks, lo, hi, calls, params, gfp_params, asserts, running_setters)
 	except RecursionError:
 		for c in calls:
-			for k in ("_i", "pa", "cond", "prov", "va", "acond"):
+			for k in ("_i", "pa", "cond", "prov", "va", "acond", "running"):
 				c.pop(k, None)
 
 
-def annotate_calls(toks, lo, hi, calls, params, gfp_params=(), asserts=frozenset()):
+def annotate_calls(toks, lo, hi, calls, params, gfp_params=(), asserts=frozenset(),
+		   running_setters=frozenset()):
 	"""Add pa, cond and prov (see above) to calls (with their token index
-	in '_i'), made in a body toks[lo:hi] whose parameters are params."""
+	in '_i'), made in a body toks[lo:hi] whose parameters are params; mark
+	'running' the calls of running_setters that set TASK_RUNNING."""
 	changed = _assigned(toks, lo, hi, set(p for p in params if p))
 	pidx = {p: i for i, p in enumerate(params) if p and p not in changed}
 	names = tuple(pidx)
@@ -804,6 +822,8 @@ def annotate_calls(toks, lo, hi, calls, params, gfp_params=(), asserts=frozenset
 	gfp_names = {params[i]: i for i in gfp_params if params[i] in pidx}
 	for c in calls:
 		i = c.pop("_i")
+		if c["name"] in running_setters and _state_arg_running(toks, i)[0]:
+			c["running"] = True
 		rp = _match_close(toks, i + 1, "(", ")")
 		args = split_args(toks, i + 1, rp)
 		# only short arguments can be a parameter, a constant or a gfp
@@ -892,7 +912,7 @@ def extract(text, want_args, restore, words):
 					body_calls = calls_in(toks, i + 1, close, want_args,
 							      stmt_expr_calls(toks, i + 1, close), words.guards, True)
 					params, gfp = params_of(toks, lo, i, name)
-					_annotate(toks, i + 1, close, body_calls, params, gfp, words.asserts)
+					_annotate(toks, i + 1, close, body_calls, params, gfp, words.asserts, words.set)
 					ann = None
 					for c in body_calls:
 						if c["name"] in words.annotations:
@@ -917,6 +937,10 @@ def extract(text, want_args, restore, words):
 					}
 					funcs[name]["carry"], funcs[name]["setter"] = \
 						returns_nonrunning(toks, i + 1, close, restore, words)
+					if funcs[name]["carry"]:
+						cc = carry_cond(body_calls, words)
+						if cc:
+							funcs[name]["carry_cond"] = cc
 					try:
 						if runs_on_true(toks, i + 1, close, restore, words):
 							funcs[name]["run_true"] = True

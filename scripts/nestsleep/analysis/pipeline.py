@@ -346,6 +346,25 @@ def thread_functions(tree, kn, cache):
 WINDOW_SHAPES = ("set_current_state", "prepare_to_wait")
 
 
+def carrier_may_set(r, ana):
+	"""Whether the helper of carried_state Site r can return with the
+	state set, given the constants of its call: every state setter of
+	bcache's mca_cannibalize_lock() runs under 'if (op)' (cfacts
+	carry_cond), so btree_check_reserve(b, NULL) cannot."""
+	fc = next((x for x in ana.facts.get(r.file)["functions"].get(r.func, {}).get("calls", ())
+		   if x["name"] == r.site and x["line"] == r.line), {})
+	consts = {p: v for p, k, v in fc.get("pa", ()) if k == "c"}
+	defs = [d for d in ana.resolve(r.site, r.file) if d[2] == "f"]
+	if not defs:
+		return True
+	for rel, name, _ in defs:
+		fn = ana.facts.get(rel)["functions"].get(name, {})
+		if not any(j in consts and ana.args.test(op, val, consts[j]) is False
+			   for j, op, val in fn.get("carry_cond", ())):
+			return True
+	return False
+
+
 def site_paths(site_targets, ana, later, same=None):
 	"""The SitePaths of each wait site, keyed by (file, line, col, colend).
 	later holds the (file, line, col) of window calls that another sleep
@@ -354,6 +373,8 @@ def site_paths(site_targets, ana, later, same=None):
 	findings = {}
 	for r, c, tg in site_targets:
 		if same is not None and same.excluded(r):
+			continue
+		if r.shape == "carried_state" and not carrier_may_set(r, ana):
 			continue
 		if r.shape == "thread_exit":
 			# the way out of kthread(), from the knowledge; the path to the
