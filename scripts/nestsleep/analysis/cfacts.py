@@ -553,6 +553,8 @@ def _balanced(t):
 
 
 def _split_top(t, sep):
+	if sep not in t:
+		return [t]
 	out, cur, d, i = [], "", 0, 0
 	while i < len(t):
 		ch = t[i]
@@ -811,13 +813,21 @@ def annotate_calls(toks, lo, hi, calls, params, gfp_params=(), asserts=frozenset
 	'running' the calls of running_setters that set TASK_RUNNING."""
 	changed = _assigned(toks, lo, hi, set(p for p in params if p))
 	pidx = {p: i for i, p in enumerate(params) if p and p not in changed}
-	names = tuple(pidx)
+	named = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, pidx))) if pidx else None
 
 	def atoms(t):
-		if not any(n in t for n in names):
+		if named is None or not named.search(t):
 			return (), ()
 		return cond_atoms(t, pidx)
-	guards = guard_map(toks, lo, hi, atoms, asserts=asserts)
+	# the walk only pays when a parameter is tested: look first
+	tested = False
+	for j in range(lo, hi - 1):
+		if toks[j][1] in ("if", "BUG_ON") and toks[j + 1][1] == "(":
+			rp = _match_close(toks, j + 1, "(", ")")
+			if any(toks[k][1] in pidx for k in range(j + 2, rp)):
+				tested = True
+				break
+	guards = guard_map(toks, lo, hi, atoms, asserts=asserts) if tested else {}
 	alloc = {}	# local -> set of ("c", gfp) / ("p", i) of the calls that take it
 	gfp_names = {params[i]: i for i in gfp_params if params[i] in pidx}
 	for c in calls:
@@ -942,7 +952,8 @@ def extract(text, want_args, restore, words):
 						if cc:
 							funcs[name]["carry_cond"] = cc
 					try:
-						if runs_on_true(toks, i + 1, close, restore, words):
+						if any(c["name"] in restore or c["name"] in words.set for c in body_calls) \
+								and runs_on_true(toks, i + 1, close, restore, words):
 							funcs[name]["run_true"] = True
 					except RecursionError:
 						pass
