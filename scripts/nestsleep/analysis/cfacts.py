@@ -602,17 +602,21 @@ def _atom(t, params):
 	return (a[0], _NEG[a[1]], a[2]) if neg else a
 
 
-def cond_atoms(t, params):
-	"""The parameter tests that hold when condition text t is true, and
-	those that hold when it is false."""
+def split_cond(t, atom, negate):
+	"""The tests atom() finds in condition text t that hold when t is
+	true (its && parts), and those that hold when it is false (the
+	negated || parts)."""
 	t = _strip(t)
 	ands, ors = _split_top(t, "&&"), _split_top(t, "||")
-	pos, neg = [], []
-	if len(ors) == 1:
-		pos = [a for a in (_atom(x, params) for x in ands) if a]
-	if len(ands) == 1:
-		neg = [(a[0], _NEG[a[1]], a[2]) for a in (_atom(x, params) for x in ors) if a]
+	pos = [a for a in (atom(x) for x in ands) if a] if len(ors) == 1 else []
+	neg = [negate(a) for a in (atom(x) for x in ors) if a] if len(ands) == 1 else []
 	return pos, neg
+
+
+def cond_atoms(t, params):
+	"""The parameter tests that hold when condition text t is true, and
+	those when it is false."""
+	return split_cond(t, lambda x: _atom(x, params), lambda a: (a[0], _NEG[a[1]], a[2]))
 
 
 def stmt_end(toks, j, hi):

@@ -27,21 +27,18 @@ _ASSIGN = frozenset(("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=",
 _CHAIN = re.compile(r"[A-Za-z_]\w*(?:(?:->|\.)[A-Za-z_]\w*)*")
 
 
+def _one(x):
+	"""(expression text, polarity) of one test: '!E' is (E, False)."""
+	x, pol = cfacts._strip(x), True
+	while x.startswith("!") and not x.startswith("!="):
+		x, pol = cfacts._strip(x[1:]), not pol
+	return (x, pol)
+
+
 def atoms(text):
 	"""The tests (expression text, polarity) that hold when condition text
 	is true, and those when it is false."""
-	t = cfacts._strip(text)
-	ands, ors = cfacts._split_top(t, "&&"), cfacts._split_top(t, "||")
-
-	def one(x):
-		x, pol = cfacts._strip(x), True
-		while x.startswith("!") and not x.startswith("!="):
-			x, pol = cfacts._strip(x[1:]), not pol
-		return (x, pol)
-
-	pos = [one(x) for x in ands] if len(ors) == 1 else []
-	neg = [(a, not p) for a, p in (one(x) for x in ors)] if len(ands) == 1 else []
-	return pos, neg
+	return cfacts.split_cond(text, _one, lambda a: (a[0], not a[1]))
 
 
 def _pure(e):
