@@ -38,15 +38,6 @@ def _code_digest():
 
 CODE_DIGEST = _code_digest()
 
-_TOKEN = re.compile(r"""
-	(?P<nl>\n)
-	|(?P<ws>[ \t\r\f\v]+)
-	|(?P<id>[A-Za-z_]\w*)
-	|(?P<num>\.?\d[\w.]*)
-	|(?P<op>->|\+\+|--|<<=|>>=|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^]=|\.\.\.|[{}()\[\];,.<>=!~?:+\-*/%&|^\#])
-	|(?P<other>.)
-""", re.X)
-
 _COMMENT_STR = re.compile(r"""
 	/\*.*?\*/
 	|//[^\n]*
@@ -55,6 +46,13 @@ _COMMENT_STR = re.compile(r"""
 """, re.X | re.S)
 
 _PP = re.compile(r"[ \t]*#")
+_LEAD_WS = re.compile(r"[ \t\r\f\v]*")
+# the tokens (identifiers, numbers, operators, the quotes of blanked
+# literals); findall() skips what is not one (blanks, stray characters)
+_SIG = re.compile(r"""[A-Za-z_]\w*|\.?\d[\w.]*|->|\+\+|--|<<=|>>=|<<|>>|<=|>=|==|!=|&&|\|\||"""
+		  r"""[-+*/%&|^]=|\.\.\.|[{}()\[\];,.<>=!~?:+\-*/%&|^\#"']""")
+_KIND = dict([(c, "id") for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"]
+	     + [(c, "num") for c in "0123456789"] + [('"', "str"), ("'", "str")])
 
 KEYWORDS = frozenset("""
 	if while for switch return sizeof typeof __typeof__ __typeof do else case
@@ -103,49 +101,40 @@ def tokenize(text):
 	"""Return a list of (kind, value, line) for C source text.
 
 	Preprocessor lines become one ('pp', text, line) token each, with
-	continuation lines joined; string and character literals become
-	('str', '""', line)."""
-	text = _COMMENT_STR.sub(_blank, text)
+	continuation lines joined; each quote of a (blanked) string or
+	character literal becomes a ('str', '"', line) token.  The text is
+	read a line at a time, a regex finding the tokens of each line: the
+	whole tree's extraction spends most of its time here."""
+	lines = _COMMENT_STR.sub(_blank, text).split("\n")
 	toks = []
-	line = 1
-	pos = 0
-	n = len(text)
-	at_bol = True
-	while pos < n:
-		if at_bol:
-			m = _PP.match(text, pos)
-			if m:
-				end = pos
-				start_line = line
-				while True:
-					e = text.find("\n", end)
-					if e < 0:
-						e = n
-					if e > 0 and text[e - 1] == "\\" and e < n:
-						end = e + 1
-						line += 1
-						continue
-					break
-				toks.append(("pp", text[pos:e], start_line))
-				pos = e
-				continue
-		m = _TOKEN.match(text, pos)
-		kind = m.lastgroup
-		val = m.group(kind)
-		pos = m.end()
-		if kind == "nl":
-			line += 1
-			at_bol = True
+	append, findall, kind_of = toks.append, _SIG.findall, _KIND.get
+	n = len(lines)
+	i = 0
+	while i < n:
+		s = lines[i]
+		line = i + 1
+		i += 1
+		if not s:
 			continue
-		if kind == "ws":
+		k = -1
+		if _PP.match(s):
+			k = 0
+		else:
+			m = _LEAD_WS.match(s)
+			if m.end() and s.startswith("#", m.end()):
+				k = m.end()
+		if k >= 0:
+			pp = s[k:]
+			while pp.endswith("\\") and i < n:
+				pp += "\n" + lines[i]
+				i += 1
+			append(("pp", pp, line))
 			continue
-		at_bol = False
-		if kind == "other":
-			if val in "\"'":
-				kind = "str"
-			else:
-				continue
-		toks.append((kind if kind != "num" else "num", val, line))
+		for v in findall(s):
+			kind = kind_of(v[0])
+			if kind is None:	# '.5' is a number, '.' and '...' operators
+				kind = "num" if v[0] == "." and len(v) > 1 and v[1] != "." else "op"
+			append((kind, v, line))
 	return toks
 
 
@@ -180,14 +169,20 @@ def _match_open(toks, i, open_, close):
 	return -1
 
 
+_WORDY = frozenset(("id", "num"))
+
+
 def _text(toks):
+	"""The tokens as text, a blank only between two words."""
+	if len(toks) == 1:
+		return toks[0][1]
 	out = []
-	prev = None
+	prev = ""
 	for k, v, _ in toks:
-		if prev is not None and (prev[0] in ("id", "num") and k in ("id", "num")):
+		if k in _WORDY and prev in _WORDY:
 			out.append(" ")
 		out.append(v)
-		prev = (k, v)
+		prev = k
 	return "".join(out)
 
 
@@ -207,6 +202,38 @@ def split_args(toks, lp, rp):
 	if cur or args:
 		args.append(cur)
 	return args
+
+
+def short_arg_texts(toks, lp, limit=12):
+	"""_strip(_text(a)) for each argument a of split_args() of the call
+	whose '(' is toks[lp], or '' for one of more than limit tokens: the
+	split, the close and the texts in one pass, without keeping the long
+	ones (annotate_calls() runs it for every call of the tree)."""
+	out, cur, cnt, depth = [], [], 0, 0
+	for j in range(lp + 1, len(toks)):
+		t = toks[j]
+		if t[0] == "op":
+			v = t[1]
+			if v in _OPENERS:
+				depth += 1
+			elif v in _CLOSERS:
+				if depth == 0:
+					break
+				depth -= 1
+			elif v == "," and depth == 0:
+				out.append(_strip(_text(cur)) if cnt <= limit else "")
+				cur, cnt = [], 0
+				continue
+		cnt += 1
+		if cnt <= limit:
+			cur.append(t)
+	if cnt or out:
+		out.append(_strip(_text(cur)) if cnt <= limit else "")
+	return out
+
+
+_OPENERS = frozenset("([{")
+_CLOSERS = frozenset(")]}")
 
 
 def split_args_text(s):
@@ -525,16 +552,28 @@ _NEG = {"nz": "z", "z": "nz", "bit": "nobit", "nobit": "bit", "eq": "ne", "ne": 
 _ASSIGN_OPS = frozenset(("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "++", "--"))
 
 
+_WS = re.compile(r"\s+")
+_PARENS = re.compile(r"^(?:unlikely|likely)?\((.*)\)$")
+_WORD = re.compile(r"\w+")
+_ONE_WORD = re.compile(r"^(\w+)$")
+_EQ = re.compile(r"^(\w+)(==|!=)(\w+)$")
+_BIT = re.compile(r"^(\w+)&([A-Z_][A-Z0-9_]*)$")
+_BLOCKING = re.compile(r"^gfpflags_allow_blocking\((\w+)\)$")
+_ADDR = re.compile(r"^&\w+$")
+
+
 def is_const(t):
 	"""Whether argument text t is a constant (see pa above)."""
-	t = _strip(re.sub(r"\s+", "", t))
+	t = _strip(_WS.sub("", t))
 	return bool(_CONST.match(t)) and t != "__VA_ARGS__"
 
 
 def _strip(t):
 	"""Text without enclosing parentheses and likely()/unlikely()."""
 	while True:
-		m = re.match(r"^(?:unlikely|likely)?\((.*)\)$", t)
+		if not t.endswith(")"):
+			return t
+		m = _PARENS.match(t)
 		if not m or not _balanced(m.group(1)):
 			return t
 		t = m.group(1)
@@ -580,21 +619,21 @@ def _atom(t, params):
 	while t.startswith("!") and not t.startswith("!="):
 		neg = not neg
 		t = _strip(t[1:])
-	m = re.match(r"^(\w+)$", t)
+	m = _ONE_WORD.match(t)
 	a = None
 	if m and m.group(1) in params:
 		a = (params[m.group(1)], "nz", "")
-	m = re.match(r"^(\w+)(==|!=)(\w+)$", t)
+	m = _EQ.match(t)
 	if m and m.group(1) in params:
 		v = m.group(3)
 		if v in ("NULL", "0", "false"):
 			a = (params[m.group(1)], "z" if m.group(2) == "==" else "nz", "")
 		elif _CONST.match(v):
 			a = (params[m.group(1)], "eq" if m.group(2) == "==" else "ne", v)
-	m = re.match(r"^(\w+)&([A-Z_][A-Z0-9_]*)$", t)
+	m = _BIT.match(t)
 	if m and m.group(1) in params:
 		a = (params[m.group(1)], "bit", m.group(2))
-	m = re.match(r"^gfpflags_allow_blocking\((\w+)\)$", t)
+	m = _BLOCKING.match(t)
 	if m and m.group(1) in params:
 		a = (params[m.group(1)], "blocking", "")
 	if a is None:
@@ -817,10 +856,9 @@ def annotate_calls(toks, lo, hi, calls, params, gfp_params=(), asserts=frozenset
 	'running' the calls of running_setters that set TASK_RUNNING."""
 	changed = _assigned(toks, lo, hi, set(p for p in params if p))
 	pidx = {p: i for i, p in enumerate(params) if p and p not in changed}
-	named = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, pidx))) if pidx else None
 
 	def atoms(t):
-		if named is None or not named.search(t):
+		if not pidx or pidx.keys().isdisjoint(_WORD.findall(t)):
 			return (), ()
 		return cond_atoms(t, pidx)
 	# the walk only pays when a parameter is tested: look first
@@ -838,10 +876,8 @@ def annotate_calls(toks, lo, hi, calls, params, gfp_params=(), asserts=frozenset
 		i = c.pop("_i")
 		if c["name"] in running_setters and _state_arg_running(toks, i)[0]:
 			c["running"] = True
-		rp = _match_close(toks, i + 1, "(", ")")
-		args = split_args(toks, i + 1, rp)
 		# only short arguments can be a parameter, a constant or a gfp
-		texts = [_strip(_text(a)) if len(a) <= 12 else "" for a in args]
+		texts = short_arg_texts(toks, i + 1)
 		if texts == ["__VA_ARGS__"] and "..." in params:
 			c["va"] = params.index("...")
 		pa = []
@@ -863,7 +899,7 @@ def annotate_calls(toks, lo, hi, calls, params, gfp_params=(), asserts=frozenset
 			c["cond"] = [list(x) for x in g]
 		if texts:
 			v = texts[0].lstrip("&")
-			if re.match(r"^\w+$", v) and len(alloc.get(v, ())) == 1 and ("x", "") not in alloc[v]:
+			if _ONE_WORD.match(v) and len(alloc.get(v, ())) == 1 and ("x", "") not in alloc[v]:
 				c["prov"] = list(next(iter(alloc[v])))
 		# the allocations: 'v = f(..., gfp)' or 'f(&v, ..., gfp)'
 		gf = set()
@@ -878,7 +914,7 @@ def annotate_calls(toks, lo, hi, calls, params, gfp_params=(), asserts=frozenset
 		if gf:
 			if i >= 2 and toks[i - 1][1] == "=" and toks[i - 2][0] == "id":
 				tgt.append(toks[i - 2][1])
-			tgt += [t[1:] for t in texts if re.match(r"^&\w+$", t)]
+			tgt += [t[1:] for t in texts if _ADDR.match(t)]
 			for v in tgt:
 				alloc.setdefault(v, set()).update(gf)
 

@@ -471,6 +471,7 @@ def analyse(a, ext):
 		t = time.time()
 		rule = specialize_rule(a.cocci, os.path.join(tmp, os.path.basename(a.cocci)),
 				       waiters, carriers, window, threads, run_true)
+		facts.close()	# spatch has the cores now
 		matcher = Matcher(tree, cache, a, rule, paths, rulekey)
 		results = matcher.run(targets)
 		times["match"] = time.time() - t
@@ -513,6 +514,7 @@ def analyse(a, ext):
 		roots += tg.nodes
 	ana.expand(roots)
 	ana.summarize()
+	facts.close()
 	times["resolve"] = time.time() - t
 
 	later = set((rel, line, col) for rel in targets for line, col in results[rel].get("later", ()))

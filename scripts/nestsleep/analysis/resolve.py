@@ -12,7 +12,9 @@ from nestsleep.model import NO_TARGET, CallTarget
 MAX_DEPTH = 8          # hops from a wait site to a primitive
 MAX_ROUNDS = 4 * MAX_DEPTH  # summarize() stops improving witnesses after this
 MAX_CANDIDATES = 12    # definitions of one name we are willing to consider
-MAX_FANOUT = 32        # targets of one function pointer
+MAX_FANOUT = 32        # targets of a function pointer called in a window
+                       # or in a function the window calls
+DEEP_FANOUT = 8        # ... and of one called further down
 
 
 class Analysis:
@@ -165,7 +167,7 @@ class Analysis:
 						continue
 					if c["name"] == name:
 						continue
-					tg = self.call_targets(c, rel, name)
+					tg = self.call_targets(c, rel, name, MAX_FANOUT if depth == 0 else DEEP_FANOUT)
 					edges.append((c, tg))
 					for t in tg.nodes:
 						if t not in self.nodes:
@@ -174,8 +176,18 @@ class Analysis:
 			frontier = nxt
 			depth += 1
 
-	def call_targets(self, call, rel, func):
-		"""The CallTarget of call, made in function func of file rel."""
+	def call_targets(self, call, rel, func, fanout=MAX_FANOUT):
+		"""The CallTarget of call, made in function func of file rel.
+
+		A function pointer with more than fanout targets is not followed.
+		Core code that calls a driver's op in its window (mmc's
+		host->ops->enable_sdio_irq()) or in a helper the window calls
+		(tty_port_carrier_raised()'s port->ops->carrier_raised()) needs
+		the whole table of drivers; a generic member further down (->init,
+		->send, ->urb_dequeue) would bring in every driver's version of it
+		and cost the cold run more than it finds, so expand() follows at
+		most DEEP_FANOUT targets below the second hop.  A table the calling
+		file fills itself is already extracted and keeps the wide limit."""
 		if call.get("kind") in ("arrow", "dot") or call.get("kind") == "member":
 			t = self.base_type(rel, func, call.get("base", ""))
 			if t is None:
@@ -187,7 +199,7 @@ class Analysis:
 			targets = []
 			for trel, fn in own or pt:
 				targets += self.resolve(fn, trel)
-			if not targets or len(targets) > MAX_FANOUT:
+			if not targets or len(targets) > (MAX_FANOUT if own else fanout):
 				return NO_TARGET
 			return CallTarget("pointer", tuple(targets),
 					  info="%s->%s" % (re.sub(r"\s+", "", call.get("base", "")), call["name"]))

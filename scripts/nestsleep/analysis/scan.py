@@ -215,6 +215,7 @@ class Facts:
 		self.key = "facts-v%d-%s-%s" % (cfacts.FACTS_VERSION, kn.digest, cfacts.CODE_DIGEST)
 		self.by_file = {}
 		self.extracted = 0
+		self._pool = None
 
 	def ensure(self, rels):
 		need = []
@@ -231,13 +232,15 @@ class Facts:
 			return
 		work = [(self.tree.abs[rel], sha) for rel, sha in need]
 		results = {}
-		if len(work) > 8 and self.jobs > 1:
-			shown = Progress("extracting facts", len(work))
-			with multiprocessing.Pool(self.jobs, _facts_worker_init, (self.kn.path,)) as pool:
-				for n, (sha, f) in enumerate(pool.imap_unordered(_facts_one, work, chunksize=4), 1):
-					results[sha] = f
+		if len(work) > 1 and self.jobs > 1:
+			shown = Progress("extracting facts", len(work)) if len(work) > 8 else None
+			chunk = max(1, min(4, len(work) // (2 * self.jobs)))
+			for n, (sha, f) in enumerate(self.pool().imap_unordered(_facts_one, work, chunksize=chunk), 1):
+				results[sha] = f
+				if shown:
 					shown.update(n)
-			shown.close()
+			if shown:
+				shown.close()
 		else:
 			_facts_worker_init(self.kn.path)
 			for w in work:
@@ -248,6 +251,20 @@ class Facts:
 			self.by_file[rel] = f
 			self.cache.store(f, self.key, sha[:2], sha)
 			self.extracted += 1
+
+	def pool(self):
+		"""The extraction workers, started once: the graph asks for a few
+		files at a time, thousands of times, and a pool per batch cost
+		more than the extraction."""
+		if self._pool is None:
+			self._pool = multiprocessing.Pool(self.jobs, _facts_worker_init, (self.kn.path,))
+		return self._pool
+
+	def close(self):
+		if self._pool is not None:
+			self._pool.terminate()
+			self._pool.join()
+			self._pool = None
 
 	def get(self, rel):
 		self.ensure([rel])
