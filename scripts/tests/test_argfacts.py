@@ -112,6 +112,20 @@ out:
 """, "f")
 		self.assertEqual(c[("prepare_to_wait", 5)]["cond"], [[1, "nz", ""]])
 
+	def test_member_increment_does_not_change_the_parameter(self):
+		src = """int f(struct c *c, struct op *op)
+{
+	%s;
+	if (op)
+		g(c);
+	return 0;
+}
+"""
+		for stmt, changed in (("++op->n", False), ("op->n++", False), ("&op[1]", False),
+				      ("++op", True), ("op++", True), ("g(&op)", True)):
+			c = calls_of(src % stmt, "f")
+			self.assertEqual("cond" not in c[("g", 5)], changed, stmt)
+
 	def test_bug_on_rules_out_its_condition(self):
 		c = calls_of("""void f(unsigned int fl)
 {

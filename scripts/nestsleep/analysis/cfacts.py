@@ -807,6 +807,18 @@ def guard_map(toks, lo, hi, atoms, label_reset=None, restores=None, asserts=froz
 	return out
 
 
+def writes(prev, nxt):
+	"""Whether an lvalue between the tokens prev and nxt is written, or
+	its address taken: 'x = ', 'x += ', 'x++', '++x', '&x'.  '&p->member',
+	'++p->member' and '&p[i]' write or take the address of a member or an
+	element, not of p."""
+	return nxt in _ASSIGN_OPS or prev in _ADDR_OR_STEP and nxt not in _DEREF
+
+
+_ADDR_OR_STEP = frozenset(("&", "++", "--"))
+_DEREF = frozenset(("->", ".", "["))
+
+
 def _assigned(toks, lo, hi, names):
 	"""The names among names that the body toks[lo:hi] may change."""
 	out = set()
@@ -814,10 +826,8 @@ def _assigned(toks, lo, hi, names):
 		k, v, _ = toks[j]
 		if k != "id" or v not in names or (j > 0 and toks[j - 1][1] in ("->", ".")):
 			continue
-		nx = toks[j + 1][1] if j + 1 < hi else ""
-		pv = toks[j - 1][1] if j > lo else ""
-		if nx in _ASSIGN_OPS or pv in ("++", "--") or pv == "&" and nx not in ("->", ".", "["):
-			out.add(v)	# '&p->member' takes a member's address, not p's
+		if writes(toks[j - 1][1] if j > lo else "", toks[j + 1][1] if j + 1 < hi else ""):
+			out.add(v)
 	return out
 
 

@@ -23,7 +23,6 @@ from nestsleep.analysis import cfacts
 
 # the window shapes whose setter the Site names (pipeline.WINDOW_SHAPES)
 SHAPES = ("set_current_state", "prepare_to_wait")
-_ASSIGN = frozenset(("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "++", "--"))
 _CHAIN = re.compile(r"[A-Za-z_]\w*(?:(?:->|\.)[A-Za-z_]\w*)*")
 
 
@@ -92,10 +91,7 @@ class SameGuard:
 				for j in range(lo, hi - m):
 					if [t[1] for t in toks[j:j + m]] != pre or toks[j - 1][1] in ("->", "."):
 						continue
-					nx = toks[j + m][1]
-					if nx in _ASSIGN:
-						return True
-					if toks[j - 1][1] in ("&", "++", "--") and nx not in ("->", ".", "["):
+					if cfacts.writes(toks[j - 1][1], toks[j + m][1]):
 						return True
 		return False
 
