@@ -658,6 +658,45 @@ def cond_atoms(t, params):
 	return split_cond(t, lambda x: _atom(x, params), lambda a: (a[0], _NEG[a[1]], a[2]))
 
 
+def loop_around(toks, line):
+	"""(keyword line, last line) of the innermost for/while/do loop whose
+	body holds a statement on line, or None.  The body of a do loop ends
+	at its 'while (...);', which is part of the loop."""
+	best = None
+	n = len(toks)
+	for j in range(n - 1):
+		k, v, ln = toks[j]
+		if k != "id" or v not in ("for", "while", "do") or ln > line:
+			continue
+		if v == "do":
+			body = j + 1
+		else:
+			if toks[j + 1][1] != "(":
+				continue
+			rp = _match_close(toks, j + 1, "(", ")")
+			if rp + 1 >= n or toks[rp + 1][1] == ";":
+				continue	# a do loop's tail, or an empty body
+			body = rp + 1
+		e = stmt_end(toks, body, n)
+		if v == "do":
+			e = stmt_end(toks, j, n)
+		if toks[body][2] <= line <= toks[e][2] and (toks[body][2] < line or toks[body][1] == "{"):
+			if best is None or ln >= best[0]:
+				best = (ln, toks[e][2])
+	return best
+
+
+def labels_between(toks, first, last):
+	"""Whether a goto label ('name:' at a statement's start) stands on a
+	line in first..last."""
+	for j in range(1, len(toks) - 1):
+		k, v, ln = toks[j]
+		if first <= ln <= last and k == "id" and toks[j + 1][1] == ":" \
+				and v not in ("default", "case") and toks[j - 1][1] in (";", "{", "}"):
+			return True
+	return False
+
+
 def stmt_end(toks, j, hi):
 	"""Index of the last token of the statement that starts at toks[j]."""
 	if j >= hi:

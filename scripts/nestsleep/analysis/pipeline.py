@@ -409,6 +409,20 @@ def site_paths(site_targets, ana, later, same=None):
 	return findings
 
 
+def wait_loop(toks, paths):
+	"""(keyword line, last line) of the loop around the state setter of a
+	set_current_state()/prepare_to_wait() site, when the first path's call
+	runs after that loop has ended (hpet_read()'s put_user() after the
+	break), else None."""
+	r = paths[0].site
+	if r.shape not in ("set_current_state", "prepare_to_wait") or not toks:
+		return None
+	loop = cfacts.loop_around(toks, r.line)
+	if loop is None or r.cline <= loop[1]:
+		return None
+	return loop
+
+
 def analyse(a, ext):
 	t_start = time.time()
 	kn = Knowledge()
@@ -518,11 +532,12 @@ def analyse(a, ext):
 	times["resolve"] = time.time() - t
 
 	later = set((rel, line, col) for rel in targets for line, col in results[rel].get("later", ()))
-	findings = site_paths(site_targets, ana, later, SameGuard(tree, facts, kn))
+	guard = SameGuard(tree, facts, kn)
+	findings = site_paths(site_targets, ana, later, guard)
 	out = []
 	for key in sorted(findings):
 		paths = sorted(findings[key], key=lambda p: (p.penalty, p.site.cline, p.site.ccol))
-		out.append(make_finding(key, paths, kn))
+		out.append(make_finding(key, paths, kn, wait_loop(guard.tokens(key[0]), paths)))
 	cov = {"files": len(targets), "parsed": matcher.parsed, "failed": sorted(matcher.failed),
 	       "timeout": sorted(matcher.timedout), "unreadable": ["%s (%s)" % kv for kv in sorted(tree.unreadable.items())]}
 	cov.update(function_coverage(targets, results, facts, kn.scoped_calls))

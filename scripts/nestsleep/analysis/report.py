@@ -37,9 +37,10 @@ def fingerprint(rel, func, primitive, chain):
 	return sha1("\0".join([rel, func, primitive] + list(chain)).encode())[:16]
 
 
-def make_finding(key, paths, kn):
+def make_finding(key, paths, kn, loop=None):
 	"""The finding (a findings.json record) of the wait at key, from its
-	SitePaths, best first."""
+	SitePaths, best first.  loop: the (keyword line, last line) of the
+	wait loop when the first path's call runs after it has ended."""
 	first = paths[0]
 	r = first.site
 	pen = first.penalty
@@ -50,6 +51,13 @@ def make_finding(key, paths, kn):
 		if txt not in seen:
 			seen.append(txt)
 	where = describe_site(r)
+	after = None
+	if loop is not None:
+		where = "on line %d, after the wait loop on line %d has ended and before the state set by " \
+			"%s is restored" % (r.cline, loop[0], "%s(%s)" % (r.site, r.state.replace(" ", ""))
+					    if r.state else r.site + "()")
+		if all(p.site.cline > loop[1] for p in paths):
+			after = loop[0]
 	if r.locked:
 		kind = "sleep_in_atomic"
 		msg = "ERROR: sleep in atomic context: %s() may sleep %s, which runs under spinlock %s" % (
@@ -57,7 +65,7 @@ def make_finding(key, paths, kn):
 	else:
 		kind = "nested_sleep"
 		msg = "WARNING: nested sleep: %s() may sleep %s" % (r.call, where)
-		if r.shape != "wait_event" or r.cline != r.line:
+		if loop is None and (r.shape != "wait_event" or r.cline != r.line):
 			msg += " on line %d" % r.cline
 	msg += " (%s)" % "; ".join(seen)
 	msg += " [confidence: %s]" % conf
@@ -72,7 +80,7 @@ def make_finding(key, paths, kn):
 		"paths": [{"call": p.site.call, "line": p.site.cline, "col": p.site.ccol, "chain": list(p.chain),
 			   "chain_locs": ["%s:%d" % l for l in p.locs],
 			   "effect": p.effect, "confidence": confidence(p.penalty)} for p in paths],
-		"message": msg,
+		"message": msg, "after_loop": after,
 	}
 
 

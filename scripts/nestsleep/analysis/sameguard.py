@@ -52,7 +52,7 @@ class SameGuard:
 		self.running = set(kn.words.set)
 		self._toks = {}
 
-	def _tokens(self, rel):
+	def tokens(self, rel):
 		if rel not in self._toks:
 			try:
 				with open(self.tree.abs[rel], "rb") as f:
@@ -101,7 +101,7 @@ class SameGuard:
 		if r.shape not in SHAPES:
 			return False
 		fn = self.facts.get(r.file)["functions"].get(r.func)
-		toks = self._tokens(r.file)
+		toks = self.tokens(r.file)
 		if fn is None or not toks:
 			return False
 		lo = next((j for j, t in enumerate(toks) if t[2] == fn["line"] and t[1] == "{"), None)

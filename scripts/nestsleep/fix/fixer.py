@@ -34,6 +34,14 @@ this rewriter proves correct), with the reason.
 import difflib
 import os
 import re
+import shutil
+import subprocess
+import tempfile
+
+from nestsleep import COCCI_DIR
+from nestsleep.analysis import cfacts
+
+RESTORE_RULE = os.path.join(COCCI_DIR, "restore_after_loop.cocci")
 
 MAX_COLS = 100
 
@@ -612,6 +620,17 @@ class Fixer:
 			if v.get("locked") == "wq.lock" or f["locked"] == "wq.lock":
 				raise Refuse("report-only", REPORT_ONLY["locked"] % "wq.lock")
 			raise Refuse("report-only", REPORT_ONLY["lock"] % f["locked"])
+		if f.get("after_loop") and shape in ("prepare_to_wait", "set_current_state"):
+			self.plan_restore_after_loop(f, u)
+			if u.kind and u.kind != "restore":
+				raise Refuse("manual", "the function mixes a %s wait with one whose state outlives its "
+					     "loop" % u.kind)
+			u.kind = "restore"
+			u.confidence = min_conf(u.confidence, f["confidence"])
+			return
+		if u.kind == "restore":
+			raise Refuse("manual", "the function mixes a %s wait with one whose state outlives its loop"
+				     % kind_of(f))
 		if shape == "wait_event":
 			self.plan_wait_event(f, u)
 		elif shape in ("prepare_to_wait", "set_current_state") and u.kind == shape:
@@ -631,6 +650,66 @@ class Fixer:
 			raise Refuse("manual", "the function mixes %s and %s waits" % (u.kind, kind_of(f)))
 		u.kind = kind_of(f)
 		u.confidence = min_conf(u.confidence, f["confidence"])
+
+	def plan_restore_after_loop(self, f, u):
+		"""Every sleeping call of f runs after the wait loop has ended,
+		with the state it set not yet restored (hpet_read()'s put_user()
+		after the break): the loop is right as it is, and one
+		__set_current_state(TASK_RUNNING) after it is the fix
+		(cocci/restore_after_loop.cocci).  The restore at the label the
+		loop's gotos reach stays."""
+		rel = f["file"]
+		ft = self.text(rel)
+		toks = cfacts.tokenize(ft.t)
+		loop = cfacts.loop_around(toks, f["line"])
+		if loop is None or loop[0] != f["after_loop"]:
+			raise Refuse("manual", "cannot find the wait loop on line %s" % f["after_loop"])
+		last = max(p["line"] for p in f["paths"])
+		nxt = next((t for t in toks if t[2] > loop[1]), None)
+		if nxt is None or nxt[1] == "}" or nxt[2] > last:
+			raise Refuse("manual", "the wait loop on line %d ends its block: put "
+				     "__set_current_state(TASK_RUNNING) on every way out of it by hand" % loop[0])
+		if cfacts.labels_between(toks, loop[1] + 1, last):
+			raise Refuse("manual", "a goto label between the wait loop on line %d and the sleeping call "
+				     "may be reached from inside the loop: restore TASK_RUNNING before the call by hand"
+				     % loop[0])
+		kw = next(t[1] for t in toks if t[2] == loop[0] and t[1] in ("for", "while", "do"))
+		if kw == "do":
+			env = {"NESTSLEEP_NEXT": str(nxt[2])}
+		else:
+			env = {"NESTSLEEP_LOOPS": str(loop[0])}
+		edits = self.spatch_edits(rel, RESTORE_RULE, env)
+		if not edits:
+			raise Refuse("manual", "%s could not place the restore after the wait loop on line %d"
+				     % (os.path.basename(RESTORE_RULE), loop[0]))
+		for e in edits:
+			e.key = ("restore", rel, loop[0])
+			u.add(rel, e)
+		u.reasons.append("the wait loop on line %d leaves with the task state still set, and %s() runs "
+				 "after it: TASK_RUNNING is now restored as soon as the loop ends; the loop itself, "
+				 "its wakeups and its exits by goto are unchanged" % (loop[0], f["call"]))
+
+	def spatch_edits(self, rel, rule, env):
+		"""Run the patch rule on file rel (a copy: the tree is read-only)
+		with env; its changes as Edits on the file's text."""
+		ft = self.text(rel)
+		tmp = tempfile.mkdtemp(prefix="nestsleep-fix-")
+		try:
+			src = os.path.join(tmp, os.path.basename(rel))
+			out = src + ".out"
+			with open(src, "w", errors="surrogateescape", newline="") as fp:
+				fp.write(ft.t)
+			cmd = ["spatch", "--sp-file", rule, "-D", "patch", "--very-quiet", src, "-o", out]
+			cmd += cocci_opts(rule)
+			proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+					      env=dict(os.environ, **env))
+			if proc.returncode != 0 or not os.path.exists(out):
+				return []
+			with open(out, errors="surrogateescape", newline="") as fp:
+				new = fp.read()
+		finally:
+			shutil.rmtree(tmp, ignore_errors=True)
+		return text_edits(ft.t, new)
 
 	def finish(self, u):
 		for rel, edits in u.edits.items():
@@ -1327,6 +1406,33 @@ class Fixer:
 		self.wakers(u, rel, f["function"], q, state, bool(re.search(r"\bkthread_should_stop\s*\(",
 									   m[min(lstart, ls0):bc])), (min(lstart, ls0), bc))
 		u.confidence = lower(u.confidence)
+
+def cocci_opts(rule):
+	"""The '// Options:' line of a rule, as the kernel's coccicheck reads it."""
+	with open(rule) as fp:
+		return [o for l in fp for o in (re.match(r"//\s*Options:\s*(.*)", l) or [None, ""])[1].split()]
+
+
+def text_edits(old, new):
+	"""The Edits that turn text old into new, a run of changed lines each."""
+	a = old.split("\n")
+	b = new.split("\n")
+	starts = [0]
+	for line in a:
+		starts.append(starts[-1] + len(line) + 1)
+	out = []
+	for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+		if op == "equal":
+			continue
+		s = starts[i1]
+		e = starts[i2]
+		text = "".join(x + "\n" for x in b[j1:j2])
+		if i2 == len(a):	# the last line has no newline of its own
+			e -= 1
+			text = text[:-1]
+		out.append(Edit(s, e, text))
+	return out
+
 
 def kind_of(f):
 	return {"wait_event": "wait_event", "prepare_to_wait": "prepare_to_wait",
