@@ -660,8 +660,9 @@ def cond_atoms(t, params):
 
 def loop_around(toks, line):
 	"""(keyword line, last line) of the innermost for/while/do loop whose
-	body holds a statement on line, or None.  The body of a do loop ends
-	at its 'while (...);', which is part of the loop."""
+	body holds a statement on line, a line after the loop's keyword, or
+	None.  The body of a do loop ends at its 'while (...);', which is
+	part of the loop."""
 	best = None
 	n = len(toks)
 	for j in range(n - 1):
@@ -680,7 +681,7 @@ def loop_around(toks, line):
 		e = stmt_end(toks, body, n)
 		if v == "do":
 			e = stmt_end(toks, j, n)
-		if toks[body][2] <= line <= toks[e][2] and (toks[body][2] < line or toks[body][1] == "{"):
+		if ln < line <= toks[e][2] and toks[body][2] <= line:
 			if best is None or ln >= best[0]:
 				best = (ln, toks[e][2])
 	return best

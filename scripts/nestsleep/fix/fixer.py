@@ -1415,23 +1415,19 @@ def cocci_opts(rule):
 
 def text_edits(old, new):
 	"""The Edits that turn text old into new, a run of changed lines each."""
-	a = old.split("\n")
-	b = new.split("\n")
+	a = _LINES.findall(old)
+	b = _LINES.findall(new)
 	starts = [0]
 	for line in a:
-		starts.append(starts[-1] + len(line) + 1)
+		starts.append(starts[-1] + len(line))
 	out = []
 	for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-		if op == "equal":
-			continue
-		s = starts[i1]
-		e = starts[i2]
-		text = "".join(x + "\n" for x in b[j1:j2])
-		if i2 == len(a):	# the last line has no newline of its own
-			e -= 1
-			text = text[:-1]
-		out.append(Edit(s, e, text))
+		if op != "equal":
+			out.append(Edit(starts[i1], starts[i2], "".join(b[j1:j2])))
 	return out
+
+
+_LINES = re.compile(r"[^\n]*\n|[^\n]+$")
 
 
 def kind_of(f):
