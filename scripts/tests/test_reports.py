@@ -133,6 +133,35 @@ class TriageTest(unittest.TestCase):
 		self.assertIn("do not call blocking ops when !TASK_RUNNING", md)
 		self.assertIn("spinlock", md)
 
+	def test_triage_series_status_only_for_the_same_patch(self):
+		"""A series tested one patch for a finding; the report credits its
+		status to that finding only while the generated patch is the same."""
+		data = json.loads(read(os.path.join(self.out, "findings.json")))
+		fs = [f for f in data["findings"] if f["fix"]["status"] == "patch"][:2]
+		ser = os.path.join(self.tmp, "series")
+		os.makedirs(ser, exist_ok=True)
+		patches = []
+		for i, f in enumerate(fs):
+			diff = f["fix"]["diff"]
+			if i == 1:	# an older patch: one added line differs
+				diff = diff.replace("\n+", "\n+\t/* older */\n+", 1)
+			name = "000%d.patch" % i
+			with open(os.path.join(ser, name), "w") as fp:
+				fp.write("Subject: [PATCH] x\n\n---\n" + diff + "-- \n2.39.5\n")
+			patches.append({"patch": name, "fingerprints": [f["fingerprint"]], "test_status": "compiled, booted",
+					"checkpatch": {"status": "clean"}})
+		with open(os.path.join(ser, "series.json"), "w") as fp:
+			json.dump({"series": [{"patches": patches}]}, fp)
+		out = os.path.join(self.tmp, "out-series")
+		r = self.triage(["--out", out, "--series", ser, "--labels", os.path.join(self.tmp, "none.json")])
+		self.assertEqual(r.returncode, 0, r.stderr)
+		got = {f["fingerprint"]: f["patch_status"] for f in json.loads(read(os.path.join(out, "findings.json")))["findings"]}
+		self.assertEqual(got[fs[0]["fingerprint"]], "compiled, booted")
+		self.assertTrue(got[fs[1]["fingerprint"]].startswith("generated, not tested"), got[fs[1]["fingerprint"]])
+
+	def test_changed_lines(self):
+		self.assertEqual(triage.changed_lines("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n c\n-- \n"), ["-a", "+b"])
+
 	def test_triage_sarif_schema(self):
 		try:
 			import jsonschema

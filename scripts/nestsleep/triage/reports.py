@@ -79,9 +79,18 @@ def slug(s):
 
 # ---------------------------------------------------------------------------
 
+def changed_lines(diff):
+	"""The removed and added lines of a diff or a mailed patch, in order:
+	what it changes, whatever its headers, context and line numbers."""
+	return [l for l in diff.split("\n") if l[:1] in "+-" and l[:1] and not l.startswith(("+++ ", "--- "))
+		and l not in ("---", "-- ")]	# a mail's diffstat and signature marks
+
+
 def suggested_fix(f):
 	fx = f.get("fix") or {}
 	st = fx.get("status")
+	if st == "patch" and fx.get("kind") == "restore":
+		return ("Restore `TASK_RUNNING` right after the wait loop (the patch below): %s." % fx.get("reason", ""))
 	if st == "patch":
 		return ("Rewrite the wait into the wait_woken() form (the patch below): %s. Where the inner sleep "
 			"is rare and a re-loop harmless, `sched_annotate_sleep()` in the sleeping callee is the "
@@ -329,12 +338,17 @@ def build(a):
 			boot = bj.get("results", bj)
 		for s in man["series"]:
 			for p in s["patches"]:
+				try:
+					with open(os.path.join(a.series, p["patch"]), errors="replace") as fp:
+						changed = changed_lines(fp.read())
+				except OSError:
+					changed = None
 				for fp in p["fingerprints"]:
 					st = p.get("test_status", "not tested")
 					if fp in boot and isinstance(boot[fp], dict):
 						st = boot_status(boot[fp], st)
 					series[fp] = {"status": st, "patch": p["patch"], "checkpatch": p["checkpatch"]["status"],
-						      "tested": p.get("tested_text", "")}
+						      "tested": p.get("tested_text", ""), "changed": changed}
 	seccache = {}
 	recs = []
 	for f in findings:
@@ -342,6 +356,13 @@ def build(a):
 		lab = labels.get(f["fingerprint"], {})
 		fx = f.get("fix") or {}
 		rec = dict(f)
+		tested = series.get(f["fingerprint"])
+		if tested and fx.get("status") == "patch" and tested["changed"] != changed_lines(fx.get("diff", "")):
+			# the series tested another patch for this finding: its
+			# status says nothing of this one
+			tested = dict(tested, status="generated, not tested (the series in reports/fixes/ holds "
+				      "an older patch for this finding)", checkpatch="")
+			series[f["fingerprint"]] = tested
 		rec.update({"section": sec["name"], "maintainers": sec["M"], "lists": sec["L"],
 			    "verdict": lab.get("verdict", ""), "verdict_reason": lab.get("reason", ""),
 			    "later": lab.get("later", []),
@@ -582,7 +603,7 @@ def section_md(sname, rs, kdir, series, kshown):
 		fx = r.get("fix") or {}
 		if fx.get("status") == "patch":
 			s = series.get(r["fingerprint"], {})
-			L += ["Generated patch (%s%s):" % (r["patch_status"], (", checkpatch: " + s["checkpatch"]) if s else ""),
+			L += ["Generated patch (%s%s):" % (r["patch_status"], (", checkpatch: " + s["checkpatch"]) if s.get("checkpatch") else ""),
 			      "", "```diff", fx["diff"].rstrip(), "```", ""]
 		L += ["Reproduce: `make coccicheck MODE=report KDIR=%s M=%s`" % (kshown, os.path.dirname(r["file"])), "", "---", ""]
 	return "\n".join(L)
