@@ -58,8 +58,11 @@ class Witness:
 		"""Fewer doubts first; then one that does not end in a scheduler
 		entry point (for a set_current_state()/prepare_to_wait() site
 		that is usually the intended sleep, and costs the finding
-		confidence); then shorter, then by name (stable)."""
-		return (self.penalty, self.group == "schedule", len(self.chain), self.chain)
+		confidence); then shorter, then by name, then by the lines of
+		its calls: two calls of the same callee in one function
+		(xenbus_xs.c join()'s two kasprintf()s) must not be picked by
+		the order a set happens to hold them in."""
+		return (self.penalty, self.group == "schedule", len(self.chain), self.chain, self.locs)
 
 	def better_than(self, other: Optional["Witness"]) -> bool:
 		return other is None or self.order() < other.order()

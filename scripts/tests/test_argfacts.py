@@ -214,6 +214,16 @@ class ArgsTest(unittest.TestCase):
 		for op, val, text, want in table:
 			self.assertIs(a.test(op, val, text), want, (op, val, text))
 
+	def test_keep_breaks_ties_by_line(self):
+		from nestsleep.analysis.summarize import keep
+		from nestsleep.model import Witness
+		a = Witness(("join", "kasprintf"), "warns", "gfp_alloc", 0, (("x.c", 480), ("x.c", 409)))
+		b = Witness(("join", "kasprintf"), "warns", "gfp_alloc", 0, (("x.c", 480), ("x.c", 407)))
+		self.assertEqual(keep([a, b])[0], b)
+		self.assertEqual(keep([b, a])[0], b)
+		self.assertTrue(b.better_than(a))
+		self.assertFalse(a.better_than(b))
+
 	def test_map_conds(self):
 		a = Args(KN)
 		conds = frozenset([(1, "bit", "F_X")])
