@@ -147,7 +147,7 @@ class TriageTest(unittest.TestCase):
 				diff = diff.replace("\n+", "\n+\t/* older */\n+", 1)
 			name = "000%d.patch" % i
 			with open(os.path.join(ser, name), "w") as fp:
-				fp.write("Subject: [PATCH] x\n\n---\n" + diff + "-- \n2.39.5\n")
+				fp.write("Subject: [PATCH] x\n\n- a changelog bullet\n---\n" + diff + "-- \n2.39.5\n")
 			patches.append({"patch": name, "fingerprints": [f["fingerprint"]], "test_status": "compiled, booted",
 					"checkpatch": {"status": "clean"}})
 		with open(os.path.join(ser, "series.json"), "w") as fp:

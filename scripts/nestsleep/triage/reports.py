@@ -80,10 +80,14 @@ def slug(s):
 # ---------------------------------------------------------------------------
 
 def changed_lines(diff):
-	"""The removed and added lines of a diff or a mailed patch, in order:
-	what it changes, whatever its headers, context and line numbers."""
-	return [l for l in diff.split("\n") if l[:1] in "+-" and l[:1] and not l.startswith(("+++ ", "--- "))
-		and l not in ("---", "-- ")]	# a mail's diffstat and signature marks
+	"""The removed and added lines of a diff or a mailed patch, in order,
+	from its first file header on: what it changes, whatever its
+	changelog, context and line numbers."""
+	lines = diff.split("\n")
+	start = next((i for i in range(len(lines) - 1)
+		      if lines[i].startswith("--- ") and lines[i + 1].startswith("+++ ")), len(lines))
+	return [l for l in lines[start:] if l[:1] in "+-" and l[:1] and not l.startswith(("+++ ", "--- "))
+		and l != "-- "]	# a mail's signature mark
 
 
 def suggested_fix(f):
