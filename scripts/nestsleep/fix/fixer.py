@@ -40,6 +40,7 @@ import tempfile
 
 from nestsleep import COCCI_DIR
 from nestsleep.analysis import cfacts
+from nestsleep.analysis.match import cocci_options
 
 RESTORE_RULE = os.path.join(COCCI_DIR, "restore_after_loop.cocci")
 
@@ -620,17 +621,15 @@ class Fixer:
 			if v.get("locked") == "wq.lock" or f["locked"] == "wq.lock":
 				raise Refuse("report-only", REPORT_ONLY["locked"] % "wq.lock")
 			raise Refuse("report-only", REPORT_ONLY["lock"] % f["locked"])
-		if f.get("after_loop") and shape in ("prepare_to_wait", "set_current_state"):
+		restore = f.get("after_loop") and shape in ("prepare_to_wait", "set_current_state")
+		if u.kind and (u.kind == "restore") != bool(restore):
+			raise Refuse("manual", "the function mixes a %s wait with one whose state outlives its loop"
+				     % (u.kind if restore else kind_of(f)))
+		if restore:
 			self.plan_restore_after_loop(f, u)
-			if u.kind and u.kind != "restore":
-				raise Refuse("manual", "the function mixes a %s wait with one whose state outlives its "
-					     "loop" % u.kind)
 			u.kind = "restore"
 			u.confidence = min_conf(u.confidence, f["confidence"])
 			return
-		if u.kind == "restore":
-			raise Refuse("manual", "the function mixes a %s wait with one whose state outlives its loop"
-				     % kind_of(f))
 		if shape == "wait_event":
 			self.plan_wait_event(f, u)
 		elif shape in ("prepare_to_wait", "set_current_state") and u.kind == shape:
@@ -700,7 +699,7 @@ class Fixer:
 			with open(src, "w", errors="surrogateescape", newline="") as fp:
 				fp.write(ft.t)
 			cmd = ["spatch", "--sp-file", rule, "-D", "patch", "--very-quiet", src, "-o", out]
-			cmd += cocci_opts(rule)
+			cmd += cocci_options(rule)
 			proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
 					      env=dict(os.environ, **env))
 			if proc.returncode != 0 or not os.path.exists(out):
@@ -1406,12 +1405,6 @@ class Fixer:
 		self.wakers(u, rel, f["function"], q, state, bool(re.search(r"\bkthread_should_stop\s*\(",
 									   m[min(lstart, ls0):bc])), (min(lstart, ls0), bc))
 		u.confidence = lower(u.confidence)
-
-def cocci_opts(rule):
-	"""The '// Options:' line of a rule, as the kernel's coccicheck reads it."""
-	with open(rule) as fp:
-		return [o for l in fp for o in (re.match(r"//\s*Options:\s*(.*)", l) or [None, ""])[1].split()]
-
 
 def text_edits(old, new):
 	"""The Edits that turn text old into new, a run of changed lines each."""
