@@ -3,17 +3,21 @@
 
 The checker (cocci/nested_sleep.cocci + scripts/nestsleep/analysis/) finds the wait
 sites; this module turns each finding into a source edit, or says why it
-cannot.  It works on the text of the file, guided by the positions spatch
-reported, and keeps the code's own layout: only the wait statement and its
-declarations change.
+cannot.  It picks the sites, the names (clash-free in the function) and
+the refusals; semantic patches make the edits where spatch 1.1.1 can:
 
-Three rewrites, each modelled on an upstream fix (../shared/seeds):
+  wait_event*(wq, cond, ...)     -> cocci/fix_wait_event.cocci:
+                                    DEFINE_WAIT_FUNC + add_wait_queue + a
+                                    while (!cond) loop around wait_woken(),
+                                    with the variant's signal and timeout
+                                    rules (virtio_balloon 3d2a3774c1b0, vfio
+                                    41be3e261817, ceph 5c341ee32881); the
+                                    text rewrite plan_wait_event_text() only
+                                    for a statement-expression or assigning
+                                    condition
+  a loop whose state outlives it -> cocci/restore_after_loop.cocci
 
-  wait_event*(wq, cond, ...)     -> DEFINE_WAIT_FUNC + add_wait_queue + a
-                                    for (;;) loop around wait_woken(), with
-                                    the variant's signal and timeout rules
-                                    (virtio_balloon 3d2a3774c1b0, vfio
-                                    41be3e261817, ceph 5c341ee32881)
+The open-coded loops are still rewritten on the text:
   prepare_to_wait() loops        -> add_wait_queue() before the loop,
                                     wait_woken() for schedule(),
                                     remove_wait_queue() for finish_wait()
@@ -32,6 +36,7 @@ this rewriter proves correct), with the reason.
 """
 
 import difflib
+import json
 import os
 import re
 import shutil
@@ -43,8 +48,9 @@ from nestsleep.analysis import cfacts
 from nestsleep.analysis.match import cocci_options
 
 RESTORE_RULE = os.path.join(COCCI_DIR, "restore_after_loop.cocci")
+WAIT_EVENT_RULE = os.path.join(COCCI_DIR, "fix_wait_event.cocci")
 
-MAX_COLS = 100
+MAX_COLS = 80
 
 REPORT_ONLY = {
 	"locked": "the condition runs with %s held, so a sleep there is a sleep in atomic context, and "
@@ -60,6 +66,10 @@ REPORT_ONLY = {
 		   "would never run",
 	"wait_var": "wait_var_event*() waits on a hashed bit wait queue keyed by the variable; its wakers "
 		    "call wake_up_var(), whose wake function filters by key, which woken_wake_function() does not",
+	"exclusive": "an exclusive waiter that leaves on a signal must pass on a wakeup it consumed: "
+		     "prepare_to_wait_event() dequeues it under the queue lock before the condition is "
+		     "tested again, and wait_woken() has no such step, so the wakeup could be lost to the "
+		     "other exclusive waiters",
 	"io": "io_wait_event() accounts the sleep as iowait through io_schedule(); io_schedule_prepare() and "
 	      "io_schedule_finish() are not exported to modules in 6.1, so wait_woken() would lose the accounting",
 }
@@ -296,10 +306,12 @@ def split_cond(cond):
 
 
 def _in_literal(t, m, j):
-	# blanks inside literals are masked too; a literal blank is one whose
-	# neighbours in t differ from m, i.e. the mask blanked non-blank text
-	# around it.  Literals with runs of blanks are rare in conditions.
-	return False
+	"""True when t[j] is inside a string or character literal: mask()
+	keeps the quotes and blanks what is between them (escaped quotes and
+	comments included), so an odd count of one quote before j on its
+	line means j is inside."""
+	seg = m[m.rfind("\n", 0, j) + 1:j]
+	return seg.count('"') % 2 == 1 or seg.count("'") % 2 == 1
 
 
 def cols(line):
@@ -431,11 +443,41 @@ def _split_inner(line):
 		elif stack and m[j:j + 4] in (" && ", " || ") and cols(line[:j + 3]) <= MAX_COLS:
 			best = (j, stack[-1])
 	if best is None:
-		return [line]
+		return _split_compare(line)
 	j, par = best
 	align = cols(line[:par + 1])
 	cont = "\t" * (align // 8) + " " * (align % 8)
 	return [line[:j + 3]] + _split_inner(cont + line[j + 4:])
+
+
+def _split_compare(line):
+	"""Break a line that is still too long after its last == or != that
+	fits, with the right operand aligned under the left one, as the
+	kernel breaks such conditions (xen-netfront's XenbusState tests)."""
+	if cols(line) <= MAX_COLS:
+		return [line]
+	m = mask(line)
+	best = None
+	for mm in re.finditer(r" [=!]= ", m):
+		if cols(line[:mm.start() + 3]) <= MAX_COLS:
+			best = mm.start()
+	if best is None:
+		return [line]
+	lead = re.match(r"^[ \t]*(?:if \(|while \(!?\(?)?", line).group(0)
+	align = cols(lead)
+	cont = "\t" * (align // 8) + " " * (align % 8)
+	return [line[:best + 3]] + _split_compare(cont + line[best + 4:])
+
+
+def retab(line):
+	"""Leading blanks as tabs then fewer than 8 spaces (checkpatch: "code
+	indent should use tabs"); spatch 1.1.1 sometimes aligns a wrapped
+	argument list with spaces only."""
+	lead = re.match(r"^[ \t]*", line).group(0)
+	if "        " not in lead:
+		return line
+	n = cols(lead)
+	return "\t" * (n // 8) + " " * (n % 8) + line[len(lead):]
 
 
 DECL_RE = re.compile(r"^\s*(?:(?:static|const|volatile|unsigned|signed|struct|enum|union|register)\s+)*"
@@ -480,6 +522,10 @@ class Unit:
 		self.wakers = []
 		self.reasons = []
 		self.confidence = "high"
+		self.sites = {}        # "line:col" -> a wait_event*() site for fix_wait_event.cocci
+		self.taken = set()     # names in scope in the function
+		self.includes = set()
+		self.text_sites = 0    # sites rewritten by plan_wait_event_text()
 
 	def add(self, rel, edit):
 		self.edits.setdefault(rel, []).append(edit)
@@ -688,29 +734,36 @@ class Fixer:
 				 "after it: TASK_RUNNING is now restored as soon as the loop ends; the loop itself, "
 				 "its wakeups and its exits by goto are unchanged" % (loop[0], f["call"]))
 
-	def spatch_edits(self, rel, rule, env):
+	def spatch_edits(self, rel, rule, env, extra=()):
 		"""Run the patch rule on file rel (a copy: the tree is read-only)
 		with env; its changes as Edits on the file's text."""
 		ft = self.text(rel)
+		new = self.spatch_text(ft.t, os.path.basename(rel), rule, env, extra)
+		return [] if new is None else text_edits(ft.t, new)
+
+	def spatch_text(self, text, name, rule, env, extra=()):
+		"""The patch rule's output on text (a file called name), or None
+		when spatch fails."""
 		tmp = tempfile.mkdtemp(prefix="nestsleep-fix-")
 		try:
-			src = os.path.join(tmp, os.path.basename(rel))
+			src = os.path.join(tmp, name)
 			out = src + ".out"
 			with open(src, "w", errors="surrogateescape", newline="") as fp:
-				fp.write(ft.t)
+				fp.write(text)
 			cmd = ["spatch", "--sp-file", rule, "-D", "patch", "--very-quiet", src, "-o", out]
-			cmd += cocci_options(rule)
+			cmd += cocci_options(rule) + list(extra)
 			proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
 					      env=dict(os.environ, **env))
 			if proc.returncode != 0 or not os.path.exists(out):
-				return []
+				return None
 			with open(out, errors="surrogateescape", newline="") as fp:
-				new = fp.read()
+				return fp.read()
 		finally:
 			shutil.rmtree(tmp, ignore_errors=True)
-		return text_edits(ft.t, new)
 
 	def finish(self, u):
+		if u.sites:
+			self.rewrite_wait_events(u)
 		for rel, edits in u.edits.items():
 			edits.sort(key=Edit.order)
 			uniq = []
@@ -799,6 +852,9 @@ class Fixer:
 	# -- wait_event ----------------------------------------------------------
 
 	def plan_wait_event(self, f, u):
+		"""Check that the wait_event*() site of f can be rewritten, and
+		record it for cocci/fix_wait_event.cocci, which makes the edit
+		(rewrite_wait_events(), when the unit is complete)."""
 		prim = f["primitive"]
 		v = self.table.get(prim)
 		if v is None:
@@ -818,6 +874,86 @@ class Fixer:
 			raise Refuse("report-only", REPORT_ONLY["ktime"])
 		if prim == "io_wait_event":
 			raise Refuse("report-only", REPORT_ONLY["io"])
+		state, sig = self.kn.states.get(v["state"], (None, None))
+		if v["exclusive"] and (sig or v["state"] == "state"):
+			raise Refuse("report-only", REPORT_ONLY["exclusive"])
+		rel = f["file"]
+		ft = self.text(rel)
+		t, m = ft.t, ft.m
+		pos = ft.offset(f["line"], f["col"])
+		if not t.startswith(prim, pos):
+			raise Refuse("manual", "the source at the reported position is not %s()" % prim)
+		po = next_nonspace(m, pos + len(prim))
+		if po >= len(m) or m[po] != "(":
+			raise Refuse("manual", "cannot find the arguments of %s()" % prim)
+		pc = match_close(m, po)
+		if pc < 0:
+			raise Refuse("manual", "unbalanced parentheses in %s()" % prim)
+		args = [flat(t, m, s, e) for s, e in split_top(m, po + 1, pc)]
+		if any(a is None for a in args):
+			raise Refuse("manual", "a comment inside the macro arguments")
+		if self.poll_method(ft, pos):
+			raise Refuse("report-only", "the wait is inside a ->poll() method, which must not block at "
+				     "all: poll_wait() and a mask are the fix, not wait_woken()")
+		ctx = self.context(ft, pos, pc, prim, v)
+		if v["state"] == "state":
+			state = args[2]
+			sig = "signal_pending_state(%s, current)" % state
+		if state is None:
+			raise Refuse("manual", "unknown task state %s" % v["state"])
+		cmd = [args[k] for k in v["cmd"]]
+		if prim.endswith("_cmd") and len(args) >= 4:
+			cmd = [args[2], args[3]]
+		timeout = v["timeout"] == "jiffies"
+		if cmd and (sig or timeout or len(args) != 4):
+			raise Refuse("manual", "%s() has a cmd and a signal test or timeout; only wait_event_cmd() "
+				     "is rewritten" % prim)
+		need_val = ctx["use"] != "discard" and v["value"] != "void"
+		form = "cmd" if cmd else ("signal_" if sig else "") + ("timeout" if timeout else "")
+		form = form.rstrip("_") or ("signal" if sig else "plain")
+		if args[v["cond"]].startswith("({") or re.search(r"[^=!<>+\-*/%&|^]=[^=]", mask(args[v["cond"]])):
+			return self.plan_wait_event_text(f, u, v, prim)
+		if u.text_sites:
+			raise Refuse("manual", "the function has waits for both the semantic patch and the text "
+				     "rewrite")
+		if ctx["use"] == "if" and ctx["if_expr"].endswith("< 0") and not sig:
+			raise Refuse("report-only", "the value of %s() is never negative" % prim)
+		key = "%d:%d" % (f["line"], f["col"])
+		if key not in u.sites:
+			body, (o, c) = self.taken_names(ft, pos)
+			u.taken |= body | self.param_names(ft, o) | set(x for a in args for x in idents(a))
+			u.sites[key] = {"form": form, "queue": pointer_to(args[0]), "state": state, "test": sig,
+					"exclusive": bool(v["exclusive"]), "value": need_val, "use": ctx["use"],
+					"lvalue": ctx.get("lvalue"), "args": " ".join(args), "prim": prim, "pos": pos}
+		if sig:
+			u.includes.add("linux/sched/signal.h")
+		what = "%s() becomes an add_wait_queue()/wait_woken()/remove_wait_queue() loop: the condition " \
+		       "now runs in TASK_RUNNING, so a sleep in it no longer resets the wait's state" % prim
+		u.reasons.append(what)
+		if v["exclusive"]:
+			u.caveats.append("exclusive wait: add_wait_queue_exclusive() keeps the tail queueing; the "
+					 "wait has no signal test, so a wakeup it consumes is never dropped")
+		if cmd:
+			u.caveats.append("%s: cmd1 and cmd2 now run in TASK_RUNNING around wait_woken()" % prim)
+		self.wakers(u, rel, f["function"], pointer_to(args[0]), state,
+			    "kthread_should_stop()" in args[v["cond"]], (ctx["stmt"], ctx["repl_e"]))
+		if sig:
+			u.caveats.append("signals: %s is tested after the condition, as ___wait_event() does, and "
+					 "gives -ERESTARTSYS" % sig)
+		if timeout:
+			u.caveats.append("timeout: the remaining jiffies are threaded through wait_woken(); the result "
+					 "is 0 if the time ran out with the condition false, at least 1 if it is true")
+
+	def plan_wait_event_text(self, f, u, v, prim):
+		"""The text rewrite of a wait_event*() site, kept only for the two
+		conditions fix_wait_event.cocci cannot take: a statement expression
+		'({ ... })', which spatch 1.1.1 does not match as a macro argument
+		(wiphy_unregister(), wpan_phy_unregister()), and an assignment in
+		the condition of a timeout wait whose value is used, which the
+		SmPL form would leave in an if condition (checkpatch: "do not use
+		assignment in if condition"); here it is hoisted into a statement
+		of its own (rpmsg_send_offchannel_raw()).  Everything else goes
+		through the semantic patch."""
 		rel = f["file"]
 		ft = self.text(rel)
 		t, m = ft.t, ft.m
@@ -835,6 +971,13 @@ class Fixer:
 		if any(a is None for a in args):
 			raise Refuse("manual", "a comment inside the macro arguments")
 		ctx = self.context(ft, pos, pc, prim, v)
+		if ctx.get("body"):
+			raise Refuse("manual", "the wait is the unbraced body of an if/else/loop and its condition "
+				     "needs the text rewrite: add braces first")
+		if u.sites:
+			raise Refuse("manual", "the function has waits for both the semantic patch and the text "
+				     "rewrite")
+		u.text_sites += 1
 		taken, _ = self.taken_names(ft, pos)
 		taken |= set(x for a in args for x in idents(a))
 		ind = indent_at(t, ctx["stmt"])
@@ -1003,6 +1146,74 @@ class Fixer:
 		fixed = [inner + x[len(base):] if x.startswith(base) else x for x in lines]
 		u.add(rel, Edit(line_end(t, bo) + 1, line_start(t, bc), "".join(x + "\n" for x in fixed)))
 
+	def poll_method(self, ft, pos):
+		"""True when the function around pos is a ->poll() method: it
+		takes a poll_table (the file_operations and proto_ops signature)."""
+		o, _ = function_body(ft.m, pos)
+		if o < 0:
+			return False
+		head = ft.m[max(0, ft.m.rfind(";", 0, o), ft.m.rfind("}", 0, o)):o]
+		return re.search(r"\bpoll_table\s*\*", head) is not None
+
+	def param_names(self, ft, o):
+		"""The identifiers of the function header before the body at o:
+		its parameters, which a new local must not redeclare."""
+		head = ft.m[max(0, ft.m.rfind(";", 0, o), ft.m.rfind("}", 0, o)):o]
+		return idents(head)
+
+	def rewrite_wait_events(self, u):
+		"""Run cocci/fix_wait_event.cocci on the unit's wait_event*() sites,
+		with the names it may use: one wait entry for the function, and the
+		variables that carry a value (the caller's own variable when one
+		site alone assigns the value to a plain local)."""
+		rel = u.rel
+		ft = self.text(rel)
+		sites = u.sites
+		taken = u.taken
+		vals = [s for s in sites.values() if s["value"] and s["form"] in ("signal", "timeout",
+										     "signal_timeout")]
+		names = {"wait": pick_name(taken, ["wait", "wait_entry", "woken_wait"])}
+		decls = []
+		sig_vals = [s for s in vals if s["form"] == "signal"]
+		to_vals = [s for s in sites.values() if s["form"] in ("timeout", "signal_timeout")]
+		if sig_vals:
+			lv = sig_vals[0].get("lvalue")
+			if len(vals) == 1 and sig_vals[0]["use"] == "assign" and lv and \
+					re.match(r"^[A-Za-z_]\w*$", lv) and lv not in idents(sig_vals[0]["args"]):
+				names["ret"] = lv
+			else:
+				names["ret"] = pick_name(taken, ["ret", "err", "wait_ret"])
+				decls.append(["int", names["ret"]])
+		if to_vals:
+			names["tmo"] = pick_name(taken, ["timeout", "remaining", "tmo"])
+			decls.append(["long", names["tmo"]])
+		names["decls"] = decls
+		# One site per spatch run, from the last to the first: a rewrite
+		# then moves no site still to come, and the declarations go in
+		# with the first site, in the last run.  (spatch 1.1.1 rewrites
+		# only one of two sites of a function in one run.)
+		text = ft.t
+		order = sorted(sites.items(), key=lambda kv: -kv[1]["pos"])
+		for i, (k, s) in enumerate(order):
+			spec = {"names": names, "sites": {k: dict({x: s[x] for x in ("form", "queue", "state", "test")},
+								  add="add_wait_queue_exclusive" if s["exclusive"]
+								  else "add_wait_queue")}}
+			env = {"NESTSLEEP_SITES": json.dumps(spec)}
+			extra = ["-D", "decls%d" % len(decls)] if decls else []
+			if i < len(order) - 1:
+				extra += ["-D", "nodecls"]
+			new = self.spatch_text(text, os.path.basename(rel), WAIT_EVENT_RULE, env, extra)
+			if new is None or new == text:
+				raise Refuse("manual", "%s could not rewrite %s() on line %s in this statement context"
+					     % (os.path.basename(WAIT_EVENT_RULE), s["prim"], k.split(":")[0]))
+			text = new
+		edits = text_edits(ft.t, wrap_long(ft.t, text))
+		for e in edits:
+			u.add(rel, e)
+		self.include(ft, u, rel, "linux/wait.h")
+		for h in sorted(u.includes):
+			self.include(ft, u, rel, h)
+
 	def context(self, ft, pos, pc, prim, v):
 		"""Where the macro's value goes: only whole-statement contexts are
 		rewritten, so that moving the loop out cannot change the order of
@@ -1036,35 +1247,39 @@ class Fixer:
 			if where is None:
 				raise Refuse("report-only", "unusual statement context")
 			line_alone(s, after + 1)
-			ctx.update(use="return", stmt=s, repl_s=line_start(t, s), repl_e=line_end(t, after) + 1)
+			ctx.update(use="return", stmt=s, repl_s=line_start(t, s), repl_e=line_end(t, after) + 1,
+				   body=where == "body")
 		elif b >= 0 and m[b] == "=" and m[b - 1] not in "=!<>+-*/%&|^" and m[after] == ";":
 			st = b - 1
 			while st >= 0 and m[st] not in ";{}:":
 				st -= 1
-			s = next_nonspace(m, st + 1)
-			lv = flat(t, m, s, b)
-			if lv is None or not re.match(r"^[A-Za-z_][\w]*(?:\s*(?:->|\.)\s*[A-Za-z_]\w*|\[[^\]]*\])*$", lv):
-				if lv and re.match(r"^[A-Za-z_][\w\s\*]*\s\**[A-Za-z_]\w*$", lv):
+			# the lvalue right before '=': after nothing (a statement of
+			# its block), 'else' or an if/for/while header (an unbraced
+			# body: spatch adds the braces), or a type (a declaration)
+			seg = m[st + 1:b]
+			mm = re.search(r"([A-Za-z_]\w*(?:\s*(?:->|\.)\s*[A-Za-z_]\w*|\s*\[[^\]]*\])*)\s*$", seg)
+			s = st + 1 + (mm.start(1) if mm else len(seg))
+			lv = flat(t, m, s, b) if mm else None
+			prefix = seg[:mm.start(1)].strip() if mm else seg.strip()
+			if lv is None or (prefix and not re.search(r"(?:^|\W)else$|\)$", prefix)):
+				whole = flat(t, m, next_nonspace(m, st + 1), b)
+				if whole and re.match(r"^[A-Za-z_][\w\s\*]*\s\**[A-Za-z_]\w*$", whole):
 					raise Refuse("report-only", "the value initializes a declaration (%s); moving the "
-						     "wait out would put code before a declaration" % lv)
-				raise Refuse("report-only", "the value is assigned to an expression (%s)" % (lv or "?"))
+						     "wait out would put code before a declaration" % whole)
+				raise Refuse("report-only", "the value is assigned to an expression (%s)" % (whole or "?"))
 			where = stmt_ok(s)
-			if where != "block":
-				raise Refuse("report-only", "the assignment is not a statement of its own block")
+			if where is None:
+				raise Refuse("report-only", "the assignment is not a statement of its own")
 			line_alone(s, after + 1)
 			ctx.update(use="assign", lvalue=re.sub(r"\s+", "", lv), stmt=s, repl_s=line_start(t, s),
-				   repl_e=line_end(t, after) + 1)
+				   repl_e=line_end(t, after) + 1, body=where == "body")
 		elif m[after] == ";" and (b < 0 or m[b] in ";{}:)" or m[max(0, b - 3):b + 1] == "else"):
 			where = stmt_ok(pos)
 			if where is None:
 				raise Refuse("report-only", "unusual statement context")
 			line_alone(pos, after + 1)
-			ctx.update(use="discard", stmt=pos, repl_s=line_start(t, pos), repl_e=line_end(t, after) + 1)
-			if where == "body":
-				ctx["braces"] = indent_at(t, pos)[:-1] if indent_at(t, pos).endswith("\t") else indent_at(t, pos)
-				ctx["braces"] = None
-				raise Refuse("report-only", "the wait is the unbraced body of an if/else/loop; add braces "
-					     "first")
+			ctx.update(use="discard", stmt=pos, repl_s=line_start(t, pos), repl_e=line_end(t, after) + 1,
+				   body=where == "body")
 		elif b >= 0 and m[b] in "(!":
 			# if (w), if (!w), if (w < 0)
 			neg = m[b] == "!"
@@ -1405,6 +1620,51 @@ class Fixer:
 		self.wakers(u, rel, f["function"], q, state, bool(re.search(r"\bkthread_should_stop\s*\(",
 									   m[min(lstart, ls0):bc])), (min(lstart, ls0), bc))
 		u.confidence = lower(u.confidence)
+
+def wrap_long(old, new):
+	"""new with its added 'if (cond)' and 'while (!(cond))' lines wrapped
+	at the top-level && and || to MAX_COLS columns.  This is the one layout
+	step left to Python: spatch 1.1.1 prints an expression it moves (the
+	wait's condition) on one line, whatever its length, and breaks lines
+	only between the arguments of a call it writes."""
+	seen = set(_LINES.findall(old))
+	out = []
+	for line in _LINES.findall(new):
+		if line in seen:
+			out.append(line)
+			continue
+		line = retab(line)
+		body = line.rstrip("\n")
+		if cols(body) <= MAX_COLS:
+			out.append(line)
+			continue
+		mm = re.match(r"^([ \t]*)(if \(|while \(!\(|while \()", body)
+		bm = mask(body)
+		o = len(mm.group(0)) - 1 if mm else -1
+		c = match_close(bm, mm.start(2) + mm.group(2).index("(")) if mm else -1
+		if c < 0:
+			out.append(line)
+			continue
+		pre = mm.group(2)
+		cond_e = c - (1 if pre.endswith("!(") else 0)
+		if pre.endswith("!("):
+			c2 = match_close(bm, o)
+			if c2 != c - 1:
+				out.append(line)
+				continue
+		cond = body[o + 1:cond_e]
+		post = body[cond_e:]
+		lines = wrap_cond(mm.group(1), cond, pre=pre, post=post)
+		call = re.match(r"^([A-Za-z_]\w*)\(", cond)
+		cm = mask(cond)
+		if len(lines) == 1 and call and match_close(cm, call.end() - 1) == len(cond) - 1:
+			# one call, as signal_pending_state(state, current): at its commas
+			args = [cond[s:e].strip() for s, e in split_top(cm, call.end(), len(cond) - 1)]
+			lines = wrap_call(mm.group(1), pre + call.group(1), args, tail=post)
+		lines = [y for x in lines for y in _split_compare(x)]
+		out += [x + "\n" for x in lines]
+	return "".join(out)
+
 
 def text_edits(old, new):
 	"""The Edits that turn text old into new, a run of changed lines each."""

@@ -1,0 +1,626 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/// Rewrite a wait_event*() whose condition may sleep into the wait_woken()
+/// form.
+///
+/// ___wait_event() evaluates the condition after prepare_to_wait_event()
+/// has set the task state.  A condition that sleeps (mutex_lock(),
+/// kmalloc(GFP_KERNEL), copy_to_user()...) resets the state to
+/// TASK_RUNNING: with CONFIG_DEBUG_ATOMIC_SLEEP=y the kernel warns "do not
+/// call blocking ops when !TASK_RUNNING", and the wait makes an extra pass
+/// or polls.  The wait_woken() form (commit 61ada528dea0, "sched/wait:
+/// Provide infrastructure to deal with nested blocking") evaluates the
+/// condition in TASK_RUNNING, and a wakeup that comes while it runs is
+/// kept in WQ_FLAG_WOKEN:
+///
+///	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+///	add_wait_queue(&wq, &wait);
+///	while (!cond)
+///		wait_woken(&wait, TASK_UNINTERRUPTIBLE, MAX_SCHEDULE_TIMEOUT);
+///	remove_wait_queue(&wq, &wait);
+///
+/// The signal test and the timeout rules of each variant are kept as
+/// ___wait_event() and ___wait_cond_timeout() have them: the condition
+/// first, then the time left, then the signal (-ERESTARTSYS); a timeout
+/// variant gives 0 when the time ran out with the condition false and at
+/// least 1 when the condition is true.
+///
+//# nestsleep's driver (scripts/nestsleep/fix/fixer.py) picks the sites and
+//# passes them in NESTSLEEP_SITES (JSON): for each "line:column" of a
+//# wait_event*() call, its form, the queue pointer, the task state and the
+//# signal test, and for the function the names of the wait entry and of
+//# the value variables, chosen to clash with no name in scope.  The driver
+//# refuses, with its reason, the variants with no wait_woken() form (the
+//# _locked, _lock_irq, _hrtimeout, _exclusive, swait, var and rcuwait
+//# waits) and the sites whose wakers it cannot convert.  Run alone, the
+//# rule changes nothing.
+// Confidence: High
+// Copyright: (C) 2026 The nestsleep developers.
+// URL: https://coccinelle.gitlabpages.inria.fr/website
+// Comments: Requires Python scripting.
+// Options: --no-includes --include-headers
+
+virtual patch
+// the driver says how many value variables the function needs
+virtual decls1
+virtual decls2
+// the driver adds the declarations in its last run only
+virtual nodecls
+
+@initialize:python@
+@@
+import json
+import os
+
+NS = json.loads(os.environ.get("NESTSLEEP_SITES") or "{}")
+NS_SITES = NS.get("sites", {})
+NS_NAMES = NS.get("names", {})
+
+
+def ns_key(p):
+    return "%s:%s" % (p[0].line, p[0].column)
+
+
+def ns_site(p):
+    return ns_key(p) in NS_SITES
+
+
+def ns_form(p, key, form):
+    s = NS_SITES.get(ns_key(p))
+    return s is not None and s["form"] == form and \
+        "L%s_C%s" % (p[0].line, p[0].column) == str(key)
+
+// The sites and their function.
+
+@site depends on patch@
+identifier fn, we;
+expression list es;
+position p : script:python() { ns_site(p) };
+@@
+
+fn(...) { <+... we@p(es) ...+> }
+
+// The names, chosen by the driver.  One set per function.
+
+@script:python names@
+fn << site.fn;
+wait;
+ret;
+tmo;
+@@
+
+coccinelle.wait = cocci.make_ident(NS_NAMES.get("wait", "wait"))
+coccinelle.ret = cocci.make_ident(NS_NAMES.get("ret", "ret"))
+coccinelle.tmo = cocci.make_ident(NS_NAMES.get("tmo", "timeout"))
+
+// The queue, state and signal test of each site.
+
+@script:python args@
+p << site.p;
+key;
+add;
+q;
+st;
+test;
+@@
+
+s = NS_SITES[ns_key(p)]
+coccinelle.key = cocci.make_ident("L%s_C%s" % (p[0].line, p[0].column))
+coccinelle.add = cocci.make_ident(s.get("add", "add_wait_queue"))
+coccinelle.q = cocci.make_expr(s["queue"])
+coccinelle.st = cocci.make_expr(s["state"])
+coccinelle.test = cocci.make_expr(s.get("test") or "0")
+
+// No signal, no timeout, no value: wait_event(), wait_event_idle(), a
+// discarded wait_event_freezable().
+
+@depends on patch@
+expression E, cond;
+identifier we;
+identifier names.wait;
+expression args.q, args.st;
+identifier args.key, args.add;
+position p : script:python(key) { ns_form(p, key, "plain") };
+@@
+
+- we@p(E, cond);
++ add(q, &wait);
++ while (!cond)
++ 	wait_woken(&wait, st, MAX_SCHEDULE_TIMEOUT);
++ remove_wait_queue(q, &wait);
+
+// wait_event_cmd(): cmd1 before each sleep, cmd2 after it.
+
+@depends on patch@
+expression E, cond, cmd1, cmd2;
+identifier we;
+identifier names.wait;
+expression args.q, args.st;
+identifier args.key, args.add;
+position p : script:python(key) { ns_form(p, key, "cmd") };
+@@
+
+- we@p(E, cond, cmd1, cmd2);
++ add(q, &wait);
++ while (!cond) {
++ 	cmd1;
++ 	wait_woken(&wait, st, MAX_SCHEDULE_TIMEOUT);
++ 	cmd2;
++ }
++ remove_wait_queue(q, &wait);
+
+// A signal ends the wait with -ERESTARTSYS: the _interruptible,
+// _killable, _freezable and _state waits.
+
+@depends on patch@
+expression E, cond, lv;
+expression list[n] rest;
+identifier we;
+statement S1, S2;
+identifier names.wait, names.ret;
+expression args.q, args.st, args.test;
+identifier args.key, args.add;
+position p : script:python(key) { ns_form(p, key, "signal") };
+@@
+
+(
+- we@p(E, cond, rest);
++ add(q, &wait);
++ while (!cond) {
++ 	if (test)
++ 		break;
++ 	wait_woken(&wait, st, MAX_SCHEDULE_TIMEOUT);
++ }
++ remove_wait_queue(q, &wait);
+|
+- ret = we@p(E, cond, rest);
++ ret = 0;
++ add(q, &wait);
++ while (!cond) {
++ 	if (test) {
++ 		ret = -ERESTARTSYS;
++ 		break;
++ 	}
++ 	wait_woken(&wait, st, MAX_SCHEDULE_TIMEOUT);
++ }
++ remove_wait_queue(q, &wait);
+|
+- lv = we@p(E, cond, rest);
++ ret = 0;
++ add(q, &wait);
++ while (!cond) {
++ 	if (test) {
++ 		ret = -ERESTARTSYS;
++ 		break;
++ 	}
++ 	wait_woken(&wait, st, MAX_SCHEDULE_TIMEOUT);
++ }
++ remove_wait_queue(q, &wait);
++ lv = ret;
+|
+- return we@p(E, cond, rest);
++ ret = 0;
++ add(q, &wait);
++ while (!cond) {
++ 	if (test) {
++ 		ret = -ERESTARTSYS;
++ 		break;
++ 	}
++ 	wait_woken(&wait, st, MAX_SCHEDULE_TIMEOUT);
++ }
++ remove_wait_queue(q, &wait);
++ return ret;
+|
++ ret = 0;
++ add(q, &wait);
++ while (!cond) {
++ 	if (test) {
++ 		ret = -ERESTARTSYS;
++ 		break;
++ 	}
++ 	wait_woken(&wait, st, MAX_SCHEDULE_TIMEOUT);
++ }
++ remove_wait_queue(q, &wait);
+  if (
+(
+- we@p(E, cond, rest)
++ ret
+|
+  !
+- we@p(E, cond, rest)
++ ret
+|
+- we@p(E, cond, rest)
++ ret
+  < 0
+)
+  ) S1 else S2
+|
++ ret = 0;
++ add(q, &wait);
++ while (!cond) {
++ 	if (test) {
++ 		ret = -ERESTARTSYS;
++ 		break;
++ 	}
++ 	wait_woken(&wait, st, MAX_SCHEDULE_TIMEOUT);
++ }
++ remove_wait_queue(q, &wait);
+  if (
+(
+- we@p(E, cond, rest)
++ ret
+|
+  !
+- we@p(E, cond, rest)
++ ret
+|
+- we@p(E, cond, rest)
++ ret
+  < 0
+)
+  ) S1
+)
+
+// A timeout, no signal: the _timeout and _idle_timeout waits.  The
+// remaining jiffies go through wait_woken(), as ___wait_event() passes
+// them through schedule_timeout().
+
+@depends on patch@
+expression E, cond, to, lv;
+identifier we;
+statement S1, S2;
+identifier names.wait, names.tmo;
+expression args.q, args.st;
+identifier args.key, args.add;
+position p : script:python(key) { ns_form(p, key, "timeout") };
+@@
+
+(
+- we@p(E, cond, to);
++ tmo = to;
++ add(q, &wait);
++ while (!cond) {
++ 	if (!tmo)
++ 		break;
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
+|
+- tmo = we@p(E, cond, to);
++ tmo = to;
++ add(q, &wait);
++ while (1) {
++ 	if (cond) {
++ 		if (!tmo)
++ 			tmo = 1;
++ 		break;
++ 	}
++ 	if (!tmo)
++ 		break;
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
+|
+- lv = we@p(E, cond, to);
++ tmo = to;
++ add(q, &wait);
++ while (1) {
++ 	if (cond) {
++ 		if (!tmo)
++ 			tmo = 1;
++ 		break;
++ 	}
++ 	if (!tmo)
++ 		break;
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
++ lv = tmo;
+|
+- return we@p(E, cond, to);
++ tmo = to;
++ add(q, &wait);
++ while (1) {
++ 	if (cond) {
++ 		if (!tmo)
++ 			tmo = 1;
++ 		break;
++ 	}
++ 	if (!tmo)
++ 		break;
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
++ return tmo;
+|
++ tmo = to;
++ add(q, &wait);
++ while (1) {
++ 	if (cond) {
++ 		if (!tmo)
++ 			tmo = 1;
++ 		break;
++ 	}
++ 	if (!tmo)
++ 		break;
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
+  if (
+(
+- we@p(E, cond, to)
++ tmo
+|
+  !
+- we@p(E, cond, to)
++ tmo
+)
+  ) S1 else S2
+|
++ tmo = to;
++ add(q, &wait);
++ while (1) {
++ 	if (cond) {
++ 		if (!tmo)
++ 			tmo = 1;
++ 		break;
++ 	}
++ 	if (!tmo)
++ 		break;
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
+  if (
+(
+- we@p(E, cond, to)
++ tmo
+|
+  !
+- we@p(E, cond, to)
++ tmo
+)
+  ) S1
+)
+
+// A timeout and a signal: the _interruptible_timeout, _killable_timeout
+// and _freezable_timeout waits.
+
+@depends on patch@
+expression E, cond, to, lv;
+identifier we;
+statement S1, S2;
+identifier names.wait, names.tmo;
+expression args.q, args.st, args.test;
+identifier args.key, args.add;
+position p : script:python(key) { ns_form(p, key, "signal_timeout") };
+@@
+
+(
+- we@p(E, cond, to);
++ tmo = to;
++ add(q, &wait);
++ while (!cond) {
++ 	if (!tmo)
++ 		break;
++ 	if (test)
++ 		break;
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
+|
+- tmo = we@p(E, cond, to);
++ tmo = to;
++ add(q, &wait);
++ while (1) {
++ 	if (cond) {
++ 		if (!tmo)
++ 			tmo = 1;
++ 		break;
++ 	}
++ 	if (!tmo)
++ 		break;
++ 	if (test) {
++ 		tmo = -ERESTARTSYS;
++ 		break;
++ 	}
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
+|
+- lv = we@p(E, cond, to);
++ tmo = to;
++ add(q, &wait);
++ while (1) {
++ 	if (cond) {
++ 		if (!tmo)
++ 			tmo = 1;
++ 		break;
++ 	}
++ 	if (!tmo)
++ 		break;
++ 	if (test) {
++ 		tmo = -ERESTARTSYS;
++ 		break;
++ 	}
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
++ lv = tmo;
+|
+- return we@p(E, cond, to);
++ tmo = to;
++ add(q, &wait);
++ while (1) {
++ 	if (cond) {
++ 		if (!tmo)
++ 			tmo = 1;
++ 		break;
++ 	}
++ 	if (!tmo)
++ 		break;
++ 	if (test) {
++ 		tmo = -ERESTARTSYS;
++ 		break;
++ 	}
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
++ return tmo;
+|
++ tmo = to;
++ add(q, &wait);
++ while (1) {
++ 	if (cond) {
++ 		if (!tmo)
++ 			tmo = 1;
++ 		break;
++ 	}
++ 	if (!tmo)
++ 		break;
++ 	if (test) {
++ 		tmo = -ERESTARTSYS;
++ 		break;
++ 	}
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
+  if (
+(
+- we@p(E, cond, to)
++ tmo
+|
+  !
+- we@p(E, cond, to)
++ tmo
+|
+- we@p(E, cond, to)
++ tmo
+  < 0
+)
+  ) S1 else S2
+|
++ tmo = to;
++ add(q, &wait);
++ while (1) {
++ 	if (cond) {
++ 		if (!tmo)
++ 			tmo = 1;
++ 		break;
++ 	}
++ 	if (!tmo)
++ 		break;
++ 	if (test) {
++ 		tmo = -ERESTARTSYS;
++ 		break;
++ 	}
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
+  if (
+(
+- we@p(E, cond, to)
++ tmo
+|
+  !
+- we@p(E, cond, to)
++ tmo
+|
+- we@p(E, cond, to)
++ tmo
+  < 0
+)
+  ) S1
+)
+
+// The declarations, at the top of the function: the wait entry, and the
+// variable that carries the wait's value when one is needed.  A blank
+// line follows them when the function's first line is not a declaration.
+
+@script:python decl@
+fn << site.fn;
+wait;
+t1;
+v1;
+t2;
+v2;
+@@
+
+ds = (NS_NAMES.get("decls") or []) + [["int", "unused"]] * 2
+coccinelle.wait = cocci.make_ident(NS_NAMES.get("wait", "wait"))
+coccinelle.t1 = cocci.make_type(ds[0][0])
+coccinelle.v1 = cocci.make_ident(ds[0][1])
+coccinelle.t2 = cocci.make_type(ds[1][0])
+coccinelle.v2 = cocci.make_ident(ds[1][1])
+
+@first0 depends on patch && !nodecls && !decls1 && !decls2@
+identifier site.fn, decl.wait;
+statement S;
+@@
+
+fn(...) {
++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
++
+  S
+  ...
+}
+
+@depends on patch && !nodecls && !decls1 && !decls2 && !first0@
+identifier site.fn, decl.wait;
+@@
+
+fn(...) {
+++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
+  ...
+}
+
+@first1 depends on patch && !nodecls && decls1@
+identifier site.fn, decl.wait, decl.v1;
+type decl.t1;
+statement S;
+@@
+
+fn(...) {
++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
++ t1 v1;
++
+  S
+  ...
+}
+
+@depends on patch && !nodecls && decls1 && !first1@
+identifier site.fn, decl.wait, decl.v1;
+type decl.t1;
+@@
+
+fn(...) {
+++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
+++ t1 v1;
+  ...
+}
+
+@first2 depends on patch && !nodecls && decls2@
+identifier site.fn, decl.wait, decl.v1, decl.v2;
+type decl.t1, decl.t2;
+statement S;
+@@
+
+fn(...) {
++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
++ t1 v1;
++ t2 v2;
++
+  S
+  ...
+}
+
+@depends on patch && !nodecls && decls2 && !first2@
+identifier site.fn, decl.wait, decl.v1, decl.v2;
+type decl.t1, decl.t2;
+@@
+
+fn(...) {
+++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
+++ t1 v1;
+++ t2 v2;
+  ...
+}

@@ -1,0 +1,225 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The Python side of the wait_event*() rewrite (issue 15): which sites
+fixer.py hands to cocci/fix_wait_event.cocci, the names it passes in, and
+the sites it refuses with a reason.  fixtures/patch/wait_event_rewrite
+tests the whole path through spatch."""
+
+import os
+import shutil
+import tempfile
+import unittest
+
+from nestsleep.fix import fixer
+from nestsleep.knowledge import Knowledge
+
+KN = Knowledge()
+
+SRC = """#include <linux/wait.h>
+
+struct dev { wait_queue_head_t wq; int ready; };
+int dev_ready(struct dev *d);
+
+int param_named_ret(struct dev *d, int ret, long timeout)
+{
+	if (wait_event_interruptible(d->wq, dev_ready(d)))
+		return ret;
+	return wait_event_timeout(d->wq, dev_ready(d), timeout);
+}
+
+int assign_local(struct dev *d)
+{
+	int err;
+
+	err = wait_event_interruptible(d->wq, dev_ready(d));
+	return err;
+}
+
+int else_assign(struct dev *d)
+{
+	int ret;
+
+	if (d->ready)
+		ret = 0;
+	else
+		ret = wait_event_killable(d->wq, dev_ready(d));
+	return ret;
+}
+
+int declaration(struct dev *d)
+{
+	int ret = wait_event_interruptible(d->wq, dev_ready(d));
+
+	return ret;
+}
+
+int exclusive(struct dev *d)
+{
+	return wait_event_interruptible_exclusive(d->wq, dev_ready(d));
+}
+
+void stmt_expr(struct dev *d)
+{
+	wait_event(d->wq, ({ int n = dev_ready(d); n; }));
+}
+
+unsigned int my_poll(struct file *file, poll_table *pt)
+{
+	struct dev *d = file->private_data;
+
+	wait_event(d->wq, dev_ready(d));
+	return 0;
+}
+
+long assigning_cond(struct dev *d)
+{
+	int n;
+
+	return wait_event_timeout(d->wq, (n = dev_ready(d)) != 0, HZ);
+}
+"""
+
+
+class NoWakers(fixer.Fixer):
+	"""The fixer without tree facts: the waker rule has nothing to check."""
+
+	def wakers(self, *a):
+		pass
+
+
+def finding(src, func, prim, nth=0):
+	lines = src.split("\n")
+	start = next(i for i, l in enumerate(lines) if func + "(" in l and not l.startswith("\t"))
+	hits = [i for i in range(start, len(lines)) if prim + "(" in lines[i]]
+	i = hits[nth]
+	return {"file": "t.c", "function": func, "primitive": prim, "shape": "wait_event", "line": i + 1,
+		"col": lines[i].index(prim + "("), "confidence": "high", "paths": [{"line": i + 1}]}
+
+
+class WaitEventSitesTest(unittest.TestCase):
+	def setUp(self):
+		self.tmp = tempfile.mkdtemp(prefix="nestsleep-t-")
+		with open(os.path.join(self.tmp, "t.c"), "w") as f:
+			f.write(SRC)
+		self.fx = NoWakers(self.tmp, KN)
+
+	def tearDown(self):
+		shutil.rmtree(self.tmp)
+
+	def plan(self, *fs):
+		u = fixer.Unit("t.c", fs[0]["function"], None)
+		for f in fs:
+			self.fx.plan(f, u)
+		return u
+
+	def refusal(self, f):
+		with self.assertRaises(fixer.Refuse) as cm:
+			self.plan(f)
+		return cm.exception
+
+	def test_names_avoid_the_parameters(self):
+		u = self.plan(finding(SRC, "param_named_ret", "wait_event_interruptible"),
+			      finding(SRC, "param_named_ret", "wait_event_timeout"))
+		self.assertEqual(sorted(s["form"] for s in u.sites.values()), ["signal", "timeout"])
+		self.assertIn("ret", u.taken)
+		self.assertIn("timeout", u.taken)
+		self.fx.finish(u)
+		diff = self.fx.diff(u.edits)
+		self.assertIn("+\tint err;\n", diff)
+		self.assertIn("+\tlong remaining;\n", diff)
+		self.assertNotIn("int ret;", diff)
+
+	def test_a_lone_assignment_keeps_its_variable(self):
+		u = self.plan(finding(SRC, "assign_local", "wait_event_interruptible"))
+		self.fx.finish(u)
+		diff = self.fx.diff(u.edits)
+		self.assertIn("+\terr = 0;\n", diff)
+		self.assertNotIn("int ret;", diff)
+		self.assertIn("+#include <linux/sched/signal.h>\n", diff)
+
+	def test_an_else_assignment_is_rewritten_with_braces(self):
+		u = self.plan(finding(SRC, "else_assign", "wait_event_killable"))
+		self.assertEqual(list(u.sites.values())[0]["lvalue"], "ret")
+		self.fx.finish(u)
+		diff = self.fx.diff(u.edits)
+		self.assertIn("+\telse {\n", diff)
+		self.assertIn("fatal_signal_pending(current)", diff)
+
+	def test_a_declaration_initializer_is_refused(self):
+		r = self.refusal(finding(SRC, "declaration", "wait_event_interruptible"))
+		self.assertEqual(r.status, "report-only")
+		self.assertIn("initializes a declaration (int ret)", r.reason)
+
+	def test_an_exclusive_signal_wait_is_report_only(self):
+		r = self.refusal(finding(SRC, "exclusive", "wait_event_interruptible_exclusive"))
+		self.assertEqual(r.status, "report-only")
+		self.assertIn("exclusive waiter", r.reason)
+
+	def test_a_statement_expression_goes_to_the_text_rewrite(self):
+		# spatch 1.1.1 does not match '({ ... })' as a macro argument
+		u = self.plan(finding(SRC, "stmt_expr", "wait_event"))
+		self.assertEqual((u.text_sites, u.sites), (1, {}))
+		self.fx.finish(u)
+		self.assertIn("+\t\tint n = dev_ready(d);\n", self.fx.diff(u.edits))
+
+	def test_a_poll_method_is_its_own_bug(self):
+		r = self.refusal(finding(SRC, "my_poll", "wait_event"))
+		self.assertEqual(r.status, "report-only")
+		self.assertIn("->poll()", r.reason)
+
+	def test_an_assigning_condition_is_hoisted(self):
+		u = self.plan(finding(SRC, "assigning_cond", "wait_event_timeout"))
+		self.assertEqual(u.text_sites, 1)
+		self.fx.finish(u)
+		diff = self.fx.diff(u.edits)
+		self.assertIn("+\t\tn = dev_ready(d);\n", diff)
+		self.assertIn("+\t\tif (n != 0) {\n", diff)
+
+	def test_the_two_rewrites_never_share_a_function(self):
+		fs = [finding(SRC, "param_named_ret", "wait_event_interruptible"),
+		      finding(SRC, "stmt_expr", "wait_event")]
+		fs[1]["function"] = fs[0]["function"]
+		u = fixer.Unit("t.c", "param_named_ret", None)
+		self.fx.plan(fs[0], u)
+		with self.assertRaises(fixer.Refuse) as cm:
+			self.fx.plan(fs[1], u)
+		self.assertIn("both the semantic patch and the text rewrite", cm.exception.reason)
+
+	def test_a_long_comparison_is_broken_after_its_operator(self):
+		old = "x\n"
+		new = ("x\n\t\t\tif (xenbus_read_driver_state(dev->otherend) == XenbusStateClosing || "
+		       "xenbus_read_driver_state(dev->otherend) == XenbusStateClosed) {\n")
+		got = fixer.wrap_long(old, new).split("\n")
+		self.assertTrue(all(fixer.cols(x) <= 80 for x in got), got)
+		self.assertEqual(got[1], "\t\t\tif (xenbus_read_driver_state(dev->otherend) ==")
+		self.assertEqual(got[2], "\t\t\t    XenbusStateClosing ||")
+
+	def test_a_lone_comparison_is_broken_too(self):
+		new = "x\n\twhile (!(xenbus_read_driver_state(np->xbdev->otherend) == XenbusStateReconfigured))\n"
+		self.assertEqual(fixer.wrap_long("x\n", new),
+				 "x\n\twhile (!(xenbus_read_driver_state(np->xbdev->otherend) ==\n"
+				 "\t\t XenbusStateReconfigured))\n")
+
+	def test_spaces_become_tabs(self):
+		self.assertEqual(fixer.wrap_long("x\n", "x\n\t\t           MAX_SCHEDULE_TIMEOUT);\n"),
+				 "x\n\t\t\t   MAX_SCHEDULE_TIMEOUT);\n")
+
+	def test_long_conditions_are_wrapped(self):
+		old = "x\n"
+		new = "x\n\twhile (!(aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa(d) || bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb(d)))\n"
+		self.assertEqual(fixer.wrap_long(old, new),
+				 "x\n\twhile (!(aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa(d) ||\n"
+				 "\t\t bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb(d)))\n")
+		new = "x\n\t\tif (signal_pending_state(TASK_INTERRUPTIBLE | TASK_FREEZABLE, current)) {\n"
+		self.assertEqual(fixer.wrap_long(old, new),
+				 "x\n\t\tif (signal_pending_state(TASK_INTERRUPTIBLE | TASK_FREEZABLE,\n"
+				 "\t\t\t\t\t current)) {\n")
+
+
+class FlatTest(unittest.TestCase):
+	def test_blanks_inside_a_literal_are_kept(self):
+		t = 'f(d,  "a  b",   \'  \')'
+		self.assertEqual(fixer.flat(t, fixer.mask(t), 0, len(t)), 'f(d, "a  b", \'  \')')
+
+
+if __name__ == "__main__":
+	unittest.main()
