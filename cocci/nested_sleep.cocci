@@ -734,6 +734,34 @@ if str(S).strip() == "TASK_RUNNING" or not ns_record(
         "call" if not E else "member", str(E), {"state": str(S)}):
     cocci.include_match(False)
 
+// A call the set_current_state() window reaches after its loop has ended:
+// no schedule() follows it before TASK_RUNNING is restored (hpet_read()'s
+// put_user() after 'break').  Alone, the rule names this shape in its
+// message; the driver finds the loop itself (cfacts.loop_around()).
+
+@scsched depends on (report || org) exists@
+identifier sc.scs, sc.f;
+expression sc.S;
+position sc.p0, sc.p;
+position q;
+expression E;
+identifier r =~ "^(__schedule|blk_io_schedule|do_wait_intr|do_wait_intr_irq|finish_swait|finish_wait|freezable_schedule|freezable_schedule_timeout|freezable_schedule_unsafe|io_schedule|io_schedule_timeout|memalloc_retry_wait|preempt_schedule_common|schedule|schedule_hrtimeout|schedule_hrtimeout_range|schedule_hrtimeout_range_clock|schedule_idle|schedule_preempt_disabled|schedule_rtlock|schedule_timeout|schedule_timeout_idle|schedule_timeout_interruptible|schedule_timeout_killable|schedule_timeout_uninterruptible|wait_woken)$"; // generated: state_restore
+@@
+
+scs@p0(S)
+... when != __set_current_state(TASK_RUNNING)
+    when != set_current_state(TASK_RUNNING)
+\( f@p@q(...) \| E->f@p@q(...) \| E.f@p@q(...) \)
+... when != __set_current_state(TASK_RUNNING)
+    when != set_current_state(TASK_RUNNING)
+r(...)
+
+@script:python@
+q << scsched.q;
+@@
+coccinelle.ns_recs.append({"shape": "before_schedule", "file": q[0].file,
+                           "cline": int(q[0].line), "ccol": int(q[0].column)})
+
 // ---------------------------------------------------------------------------
 // The window's own sleep.  A call in a prepare_to_wait*() or
 // set_current_state() window that reaches schedule() through a helper is
@@ -920,6 +948,8 @@ if NS_RAW:
         print("NESTSLEEP " + ns_json.dumps(r, sort_keys=True))
 elif ns_mode:
     ns_sites = {}
+    ns_sched = set((r["file"], r["cline"], r["ccol"]) for r in ns_all if r["shape"] == "before_schedule")
+    ns_all = [r for r in ns_all if r["shape"] != "before_schedule"]
     for r in ns_all:
         ns_sites.setdefault((r["file"], r["line"], r["col"], r["colend"]), []).append(r)
     for key in sorted(ns_sites):
@@ -939,6 +969,9 @@ elif ns_mode:
         elif first["shape"] == "thread_exit":
             where = "after %s() returns to kthread() with the state set in %s(%s)" % (
                 first["thread"], first["site"], first.get("state", "").replace(" ", ""))
+        elif (first["file"], first["cline"], first["ccol"]) not in ns_sched:
+            where = "on line %d, after the wait loop has ended and before the state set by %s(%s) is " \
+                    "restored" % (first["cline"], first["site"], first.get("state", "").replace(" ", ""))
         else:
             where = "between %s(%s) and schedule()" % (first["site"], first.get("state", "").replace(" ", ""))
         if first.get("locked"):
@@ -946,7 +979,8 @@ elif ns_mode:
                 first["call"], where, first["locked"])
         else:
             msg = "WARNING: nested sleep: %s() may sleep %s" % (first["call"], where)
-            if first["shape"] != "wait_event" or first["cline"] != first["line"]:
+            if (first["shape"] != "wait_event" or first["cline"] != first["line"]) and \
+                    not where.startswith("on line"):
                 msg += " on line %d" % first["cline"]
         conf = "high"
         if first["shape"] != "wait_event" and first["group"] == "schedule":
