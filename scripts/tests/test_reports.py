@@ -222,7 +222,7 @@ class TriageTest(unittest.TestCase):
 		self.assertIn("function renamed from %s_old()" % f3["function"], ch["baseline_match"]["why"])
 		self.assertEqual([g["function"] for g in new["gone"]], ["removed_fn"])
 		idx = read(os.path.join(out2, "index.md"))
-		self.assertIn("1 new (marked `>>`), 1 changed, 31 unchanged, 1 gone.", idx)
+		self.assertIn("1 new (marked `>>`), 1 changed, %d unchanged, 1 gone." % (len(new["findings"]) - 2), idx)
 		self.assertIn("gone: `drivers/dev/dev.c` removed_fn()", idx)
 		self.assertIn("| high | ", idx)
 		self.assertRegex(idx, r"\| high \| \d+ \| 2 \| 1 \| 0 \| 50% \|")
