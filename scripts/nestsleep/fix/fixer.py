@@ -877,21 +877,7 @@ class Fixer:
 		state, sig = self.kn.states.get(v["state"], (None, None))
 		if v["exclusive"] and (sig or v["state"] == "state"):
 			raise Refuse("report-only", REPORT_ONLY["exclusive"])
-		rel = f["file"]
-		ft = self.text(rel)
-		t, m = ft.t, ft.m
-		pos = ft.offset(f["line"], f["col"])
-		if not t.startswith(prim, pos):
-			raise Refuse("manual", "the source at the reported position is not %s()" % prim)
-		po = next_nonspace(m, pos + len(prim))
-		if po >= len(m) or m[po] != "(":
-			raise Refuse("manual", "cannot find the arguments of %s()" % prim)
-		pc = match_close(m, po)
-		if pc < 0:
-			raise Refuse("manual", "unbalanced parentheses in %s()" % prim)
-		args = [flat(t, m, s, e) for s, e in split_top(m, po + 1, pc)]
-		if any(a is None for a in args):
-			raise Refuse("manual", "a comment inside the macro arguments")
+		rel, ft, pos, pc, args = self.macro_call(f, prim)
 		if self.poll_method(ft, pos):
 			raise Refuse("report-only", "the wait is inside a ->poll() method, which must not block at "
 				     "all: poll_wait() and a mask are the fix, not wait_woken()")
@@ -949,27 +935,13 @@ class Fixer:
 		conditions fix_wait_event.cocci cannot take: a statement expression
 		'({ ... })', which spatch 1.1.1 does not match as a macro argument
 		(wiphy_unregister(), wpan_phy_unregister()), and an assignment in
-		the condition of a timeout wait whose value is used, which the
-		SmPL form would leave in an if condition (checkpatch: "do not use
-		assignment in if condition"); here it is hoisted into a statement
-		of its own (rpmsg_send_offchannel_raw()).  Everything else goes
-		through the semantic patch."""
-		rel = f["file"]
-		ft = self.text(rel)
-		t, m = ft.t, ft.m
-		pos = ft.offset(f["line"], f["col"])
-		if not t.startswith(prim, pos):
-			raise Refuse("manual", "the source at the reported position is not %s()" % prim)
-		po = next_nonspace(m, pos + len(prim))
-		if po >= len(m) or m[po] != "(":
-			raise Refuse("manual", "cannot find the arguments of %s()" % prim)
-		pc = match_close(m, po)
-		if pc < 0:
-			raise Refuse("manual", "unbalanced parentheses in %s()" % prim)
-		spans = split_top(m, po + 1, pc)
-		args = [flat(t, m, s, e) for s, e in spans]
-		if any(a is None for a in args):
-			raise Refuse("manual", "a comment inside the macro arguments")
+		the condition, which the SmPL form would leave in an if condition
+		(checkpatch: "do not use assignment in if condition") or inside
+		'while (!(...))'; here it is hoisted into a statement of its own
+		(rpmsg_send_offchannel_raw(), drbd's _drbd_request_state()).
+		Everything else goes through the semantic patch."""
+		rel, ft, pos, pc, args = self.macro_call(f, prim)
+		t = ft.t
 		ctx = self.context(ft, pos, pc, prim, v)
 		if ctx.get("body"):
 			raise Refuse("manual", "the wait is the unbraced body of an if/else/loop and its condition "
@@ -1145,6 +1117,26 @@ class Fixer:
 			return
 		fixed = [inner + x[len(base):] if x.startswith(base) else x for x in lines]
 		u.add(rel, Edit(line_end(t, bo) + 1, line_start(t, bc), "".join(x + "\n" for x in fixed)))
+
+	def macro_call(self, f, prim):
+		"""(file, FileText, offset, closing parenthesis, argument texts)
+		of the wait macro call f reports."""
+		rel = f["file"]
+		ft = self.text(rel)
+		t, m = ft.t, ft.m
+		pos = ft.offset(f["line"], f["col"])
+		if not t.startswith(prim, pos):
+			raise Refuse("manual", "the source at the reported position is not %s()" % prim)
+		po = next_nonspace(m, pos + len(prim))
+		if po >= len(m) or m[po] != "(":
+			raise Refuse("manual", "cannot find the arguments of %s()" % prim)
+		pc = match_close(m, po)
+		if pc < 0:
+			raise Refuse("manual", "unbalanced parentheses in %s()" % prim)
+		args = [flat(t, m, s, e) for s, e in split_top(m, po + 1, pc)]
+		if any(a is None for a in args):
+			raise Refuse("manual", "a comment inside the macro arguments")
+		return rel, ft, pos, pc, args
 
 	def poll_method(self, ft, pos):
 		"""True when the function around pos is a ->poll() method: it
