@@ -30,9 +30,14 @@
 //# signal test, and for the function the names of the wait entry and of
 //# the value variables, chosen to clash with no name in scope.  The driver
 //# refuses, with its reason, the variants with no wait_woken() form (the
-//# _locked, _lock_irq, _hrtimeout, _exclusive, swait, var and rcuwait
-//# waits) and the sites whose wakers it cannot convert.  Run alone, the
-//# rule changes nothing.
+//# _locked, _lock_irq, _hrtimeout, swait, var and rcuwait waits, and an
+//# _exclusive wait that tests a signal), a wait in a ->poll() method, and
+//# the sites whose wakers it cannot convert; it adds the #include lines.
+//# A condition that is a statement expression or assigns is left to the
+//# driver's text rewrite: spatch 1.1.1 does not match '({ ... })' as a
+//# macro argument.  The driver passes one site per run (-D nodecls on all
+//# but the last), and -D decls1/decls2 for the value variables.  Run
+//# alone, the rule changes nothing.
 // Confidence: High
 // Copyright: (C) 2026 The nestsleep developers.
 // URL: https://coccinelle.gitlabpages.inria.fr/website
