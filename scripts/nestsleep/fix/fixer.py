@@ -1043,13 +1043,7 @@ class Fixer:
 			L.append("%s%s = %s;" % (ind, ctx["lvalue"], res))
 		elif use == "return":
 			L.append("%sreturn %s;" % (ind, res))
-		if ctx["braces"]:
-			outer = ctx["braces"]
-			body = ["%s{" % outer] + ["\t" + x if x else x for x in L] + ["%s}" % outer]
-			decl_lines = ["%s\t%s" % (outer, d) for d in decls]
-			text = "\n".join([body[0]] + decl_lines + [""] + body[1:]) + "\n"
-			u.add(rel, Edit(ctx["repl_s"], ctx["repl_e"], text))
-		elif use == "if":
+		if use == "if":
 			text = "\n".join(L) + "\n"
 			u.add(rel, Edit(ctx["ins"], ctx["ins"], text))
 			u.add(rel, Edit(ctx["repl_s"], ctx["repl_e"], ctx["if_expr"] % res))
@@ -1060,9 +1054,7 @@ class Fixer:
 			u.add(rel, Edit(ctx["repl_s"], ctx["repl_e"], text))
 			self.block_decls(ft, u, rel, ctx["stmt"], decls, res)
 		self.include(ft, u, rel, "linux/wait.h")
-		if sig and "current" in sig and "signal_pending_state" not in sig:
-			self.include(ft, u, rel, "linux/sched/signal.h")
-		elif sig:
+		if sig:
 			self.include(ft, u, rel, "linux/sched/signal.h")
 		what = "%s() becomes an add_wait_queue()/wait_woken()/remove_wait_queue() loop: the condition " \
 		       "now runs in TASK_RUNNING, so a sleep in it no longer resets the wait's state" % prim
@@ -1213,7 +1205,7 @@ class Fixer:
 		t, m = ft.t, ft.m
 		after = next_nonspace(m, pc + 1)
 		b = prev_nonspace(m, pos)
-		ctx = {"braces": None}
+		ctx = {}
 		before_word = re.search(r"([A-Za-z_]\w*)\s*$", m[:pos])
 
 		def stmt_ok(s):
