@@ -49,6 +49,8 @@ from nestsleep.analysis.match import cocci_options
 
 RESTORE_RULE = os.path.join(COCCI_DIR, "restore_after_loop.cocci")
 WAIT_EVENT_RULE = os.path.join(COCCI_DIR, "fix_wait_event.cocci")
+PREPARE_RULE = os.path.join(COCCI_DIR, "fix_prepare_to_wait.cocci")
+MACRO_HINTS = os.path.join(COCCI_DIR, "nestsleep.macros.h")
 
 MAX_COLS = 80
 
@@ -526,6 +528,7 @@ class Unit:
 		self.taken = set()     # names in scope in the function
 		self.includes = set()
 		self.text_sites = 0    # sites rewritten by plan_wait_event_text()
+		self.ptw = None        # the loop for fix_prepare_to_wait.cocci
 
 	def add(self, rel, edit):
 		self.edits.setdefault(rel, []).append(edit)
@@ -752,6 +755,10 @@ class Fixer:
 				fp.write(text)
 			cmd = ["spatch", "--sp-file", rule, "-D", "patch", "--very-quiet", src, "-o", out]
 			cmd += cocci_options(rule) + list(extra)
+			# the cleanup.h guards (6.5+): without the hints spatch drops a
+			# function that uses scoped_guard() (tty_port_block_til_ready())
+			if os.path.isfile(MACRO_HINTS):
+				cmd += ["--macro-file", MACRO_HINTS]
 			proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
 					      env=dict(os.environ, **env))
 			if proc.returncode != 0 or not os.path.exists(out):
@@ -764,6 +771,8 @@ class Fixer:
 	def finish(self, u):
 		if u.sites:
 			self.rewrite_wait_events(u)
+		if u.ptw:
+			self.rewrite_prepare_to_wait(u)
 		for rel, edits in u.edits.items():
 			edits.sort(key=Edit.order)
 			uniq = []
@@ -1410,6 +1419,9 @@ class Fixer:
 	# -- prepare_to_wait loops -----------------------------------------------
 
 	def plan_prepare_to_wait(self, f, u):
+		"""Check that the prepare_to_wait*() loop of f can be rewritten, and
+		record it for cocci/fix_prepare_to_wait.cocci, which makes the edit
+		(rewrite_prepare_to_wait(), when the unit is complete)."""
 		rel, ft, t, m, o, c = self.loop_site(f)
 		if f["primitive"] == "prepare_to_wait_event":
 			raise Refuse("manual", "prepare_to_wait_event() returns the signal state; convert by hand")
@@ -1429,11 +1441,8 @@ class Fixer:
 		if not ent.startswith("&") or not re.match(r"^[A-Za-z_]\w*$", ent[1:]):
 			raise Refuse("manual", "the wait entry %s is not a local variable" % ent)
 		entry = ent[1:]
-		# the entry: DEFINE_WAIT(entry); becomes a woken_wake_function entry
-		dm = re.compile(r"\bDEFINE_WAIT\s*\(\s*%s\s*\)\s*;" % re.escape(entry)).search(m, o, c)
-		if not dm:
+		if len(re.compile(r"\bDEFINE_WAIT\s*\(\s*%s\s*\)\s*;" % re.escape(entry)).findall(m, o, c)) != 1:
 			raise Refuse("manual", "the wait entry %s is not declared with DEFINE_WAIT()" % entry)
-		u.add(rel, Edit(dm.start(), dm.end(), "DEFINE_WAIT_FUNC(%s, woken_wake_function);" % entry))
 		for fn, p, po, pc in fins:
 			a = [flat(t, m, x, y) for x, y in split_top(m, po + 1, pc)]
 			if a != [q, ent]:
@@ -1443,46 +1452,44 @@ class Fixer:
 		first = preps[0]
 		loop = self.loop_of(ft, first[1])
 		ls0, le0, _ = self.statement(ft, first[1], first[3], first[0])
-		add = "add_wait_queue_exclusive" if name == "prepare_to_wait_exclusive" else "add_wait_queue"
 		if loop:
 			lstart, bo, bc = loop
+			if not re.match(r"(for|while)\b", m[lstart:lstart + 5]):
+				raise Refuse("manual", "the loop is a do ... while loop, which spatch 1.1.1 does not match")
 			if t[line_start(t, lstart):lstart].strip():
 				raise Refuse("manual", "the loop statement shares its line with other code")
-			ind = indent_at(t, lstart)
-			ins = line_start(t, lstart)
-			u.add(rel, Edit(ins, ins, "\n".join(wrap_call(ind, add, [q, ent])) + "\n"))
-			self.delete_stmt(ft, u, rel, ls0, le0)
-			add_at = ins
+			add_at = line_start(t, lstart)
 		else:
 			# before the loop (md/raid5): the first one adds, a re-arm after
 			# schedule() goes away
 			nxt = next_nonspace(m, first[3] + 2)
-			lm = re.match(r"(for|while|do)\b", m[nxt:nxt + 6])
-			if not lm:
+			if not re.match(r"(for|while)\b", m[nxt:nxt + 5]):
+				if re.match(r"do\b", m[nxt:nxt + 3]):
+					raise Refuse("manual", "the loop is a do ... while loop, which spatch 1.1.1 does not "
+						     "match")
 				raise Refuse("manual", "%s() is neither at the top of a loop nor right before one" % name)
 			lstart = nxt
 			bo = m.find("{", lstart)
 			if bo < 0:
 				raise Refuse("manual", "the loop has no braces")
 			bc = match_close(m, bo)
-			ind = indent_at(t, ls0)
-			u.add(rel, Edit(ls0, le0, "\n".join(wrap_call(ind, add, [q, ent])) + "\n"))
 			add_at = ls0
 		for pname, p, po, pc in preps[1:]:
 			if not (bo < p < bc):
 				raise Refuse("manual", "%s() outside the wait loop" % pname)
-			ls, le, _ = self.statement(ft, p, pc, pname)
+			self.statement(ft, p, pc, pname)
 			# a re-arm must follow a schedule()
 			before = m[open_block(m, p) + 1:p]
 			if not re.search(r"\bschedule(?:_timeout)?\s*\([^;]*\)\s*;\s*$", before):
 				raise Refuse("manual", "%s() in the middle of the loop, not right after schedule()" % pname)
-			self.delete_stmt(ft, u, rel, ls, le)
 		self.check_exits(ft, bo, bc, fins, "finish_wait")
 		for fn, p, po, pc in fins:
 			if p < add_at:
 				raise Refuse("manual", "finish_wait() before the wait loop")
-			u.add(rel, Edit(p, p + len("finish_wait"), "remove_wait_queue"))
-		self.replace_schedules(ft, u, rel, bo, bc, entry, state, name)
+		sched = self.schedules(ft, bo, bc, name)
+		u.ptw = {"func": f["function"], "entry": entry, "queue": q, "state": state,
+			 "add": "add_wait_queue_exclusive" if name == "prepare_to_wait_exclusive" else "add_wait_queue",
+			 "form": "top" if loop else "before", "sched": sched, "prim": name}
 		u.reasons.append("the %s() loop becomes an add_wait_queue()/wait_woken()/remove_wait_queue() loop: "
 				 "the code between the old %s() and schedule() now runs in TASK_RUNNING, and a wakeup "
 				 "that comes while it runs is kept by WQ_FLAG_WOKEN" % (name, name))
@@ -1495,6 +1502,35 @@ class Fixer:
 			u.confidence = lower(u.confidence)
 		u.caveats.append("finish_wait() becomes remove_wait_queue() on every exit; each exit path removes "
 				 "the entry once")
+
+	def schedules(self, ft, s, e, what):
+		"""["line:col"] of the schedule() calls in m[s:e], as spatch numbers
+		them, each a statement of its own; refuses a scheduler with no
+		wait_woken() form."""
+		t = ft.t
+		out = []
+		for name, pos, po, pc in self.calls_in(ft, s, e, list(self.kn.schedulers)):
+			if not self.kn.schedulers[name]:
+				raise Refuse("manual", "the loop sleeps in %s(), which has no wait_woken() form" % name)
+			self.statement(ft, pos, pc, name)
+			ls = line_start(t, pos)
+			out.append("%d:%d" % (t.count("\n", 0, ls) + 1, pos - ls))
+		if not out:
+			raise Refuse("manual", "no schedule() between %s() and the end of the loop" % what)
+		return out
+
+	def rewrite_prepare_to_wait(self, u):
+		"""Run cocci/fix_prepare_to_wait.cocci on the unit's loop."""
+		rel = u.rel
+		ft = self.text(rel)
+		spec = dict((k, v) for k, v in u.ptw.items() if k != "prim")
+		new = self.spatch_text(ft.t, os.path.basename(rel), PREPARE_RULE,
+				       {"NESTSLEEP_SITES": json.dumps(spec)})
+		if new is None or new == ft.t:
+			raise Refuse("manual", "%s could not rewrite the %s() loop in this statement context"
+				     % (os.path.basename(PREPARE_RULE), u.ptw["prim"]))
+		for e in text_edits(ft.t, wrap_long(ft.t, new)):
+			u.add(rel, e)
 
 	def check_exits(self, ft, bo, bc, fins, what):
 		"""Inside the loop, a removal must be followed by return: a break
