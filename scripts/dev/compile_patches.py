@@ -9,7 +9,9 @@ KDIR, compile the touched objects with sparse (C=2) before the patch, apply
 the patch, compile them again, compare the sparse warnings, and revert.  The
 build directory is an x86_64 allmodconfig (CONFIG_WERROR=y there, so a new
 compiler warning fails the build), cached under
-~/.cache/nestsleep/compile-all/.  KDIR itself is only read; GNU patch writes
+~/.cache/nestsleep/compile-all/.  An object that x86_64 does not build
+(powerpc-only drivers) is compiled in a powerpc allmodconfig with Debian's
+gcc-powerpc64-linux-gnu instead.  KDIR itself is only read; GNU patch writes
 a new file and renames it, so the hard links to KDIR are broken, not written
 through (checked before every run).
 
@@ -48,9 +50,19 @@ def run(cmd, cwd=None, timeout=3600, lock=False, inp=None):
 	return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, input=inp)
 
 
-def make(build, tree, target, extra=(), timeout=3600):
-	return run(["make", "-C", tree, "O=" + build, "-j%d" % (os.cpu_count() or 1)] + list(extra) + [target],
-		   lock=True, timeout=timeout)
+# An object that x86_64 allmodconfig does not build (via-pmu, ibmvmc and
+# ocxl depend on powerpc platforms) is compiled with Debian's cross
+# compiler in a powerpc allmodconfig instead.
+CROSS = {"powerpc": "powerpc64-linux-gnu-"}
+
+
+def arch_flags(arch):
+	return ["ARCH=" + arch, "CROSS_COMPILE=" + CROSS[arch]] if arch else []
+
+
+def make(build, tree, target, extra=(), timeout=3600, arch=None):
+	return run(["make", "-C", tree, "O=" + build, "-j%d" % (os.cpu_count() or 1)] + arch_flags(arch) +
+		   list(extra) + [target], lock=True, timeout=timeout)
 
 
 def scratch_tree(kdir, root):
@@ -64,14 +76,14 @@ def scratch_tree(kdir, root):
 	return tree
 
 
-def prepare(tree, build):
+def prepare(tree, build, arch=None):
 	os.makedirs(build, exist_ok=True)
 	if not os.path.isfile(os.path.join(build, ".config")):
-		r = make(build, tree, "allmodconfig")
+		r = make(build, tree, "allmodconfig", arch=arch)
 		if r.returncode != 0:
 			raise Fail("allmodconfig failed:\n" + r.stdout[-2000:] + r.stderr[-2000:])
 	t = time.time()
-	r = make(build, tree, "modules_prepare")
+	r = make(build, tree, "modules_prepare", arch=arch)
 	if r.returncode != 0:
 		raise Fail("modules_prepare failed:\n" + r.stdout[-2000:] + r.stderr[-3000:])
 	return time.time() - t
@@ -80,9 +92,9 @@ def prepare(tree, build):
 SPARSE_RE = re.compile(r"^(\S+?):\d+:\d+: (warning|error): (.*)$")
 
 
-def compile_obj(tree, build, obj):
+def compile_obj(tree, build, obj, arch=None):
 	"""(status, sparse warnings as a sorted list without line numbers, log)."""
-	r = make(build, tree, obj, ["C=2"], timeout=1800)
+	r = make(build, tree, obj, ["C=2"], timeout=1800, arch=arch)
 	out = r.stdout + r.stderr
 	if r.returncode != 0:
 		if re.search(r"No rule to make target '%s'" % re.escape(obj), out):
@@ -135,6 +147,22 @@ def main(argv):
 	except (Fail, subprocess.TimeoutExpired) as e:
 		log("error: %s" % e)
 		return 1
+	cross = {}
+
+	def cross_build(arch):
+		"""The arch's allmodconfig build directory, prepared on first use;
+		None when its cross compiler is not installed."""
+		if arch not in cross:
+			cross[arch] = None
+			if shutil.which(CROSS[arch] + "gcc"):
+				b = os.path.join(root, "build-%s-allmodconfig" % arch)
+				try:
+					log("preparing %s allmodconfig (%.0fs)" % (arch, prepare(tree, b, arch)))
+					cross[arch] = b
+				except (Fail, subprocess.TimeoutExpired) as e:
+					log("error: %s" % e)
+		return cross[arch]
+
 	results = []
 	for name in sorted(units):
 		u = units[name]
@@ -143,8 +171,18 @@ def main(argv):
 		       "details": {}}
 		t0 = time.time()
 		before = {}
+		where = {}
 		for o in objs:
 			st, w, out = compile_obj(tree, build, o)
+			where[o] = (build, None)
+			if st != "ok":
+				for arch in sorted(CROSS):
+					b = cross_build(arch)
+					if b:
+						st, w, out = compile_obj(tree, b, o, arch)
+						if st == "ok":
+							where[o] = (b, arch)
+							break
 			before[o] = (st, w)
 		r = run(["patch", "-p1", "--no-backup-if-mismatch", "-s"], cwd=tree, inp=u["diff"])
 		if r.returncode != 0:
@@ -161,7 +199,10 @@ def main(argv):
 			for o in objs:
 				st0, w0 = before[o]
 				if st0 == "not-built":
-					rec["details"][o] = "not built by x86_64 allmodconfig (another architecture)"
+					rec["details"][o] = "not built by x86_64 allmodconfig, nor by %s allmodconfig with " \
+						"%s" % (", ".join(sorted(CROSS)), " or ".join(
+							v + "gcc" + ("" if shutil.which(v + "gcc") else " (not installed)")
+							for v in CROSS.values()))
 					if rec["status"] == "ok":
 						rec["status"] = "not-built"
 					continue
@@ -171,7 +212,8 @@ def main(argv):
 					rec["details"][o] = "the unpatched object does not build in x86_64 allmodconfig either"
 					rec["status"] = "not-built"
 					continue
-				st, w, out = compile_obj(tree, build, o)
+				b, arch = where[o]
+				st, w, out = compile_obj(tree, b, o, arch)
 				if st != "ok":
 					rec["status"] = "failed"
 					rec["details"][o] = out
@@ -181,8 +223,8 @@ def main(argv):
 					rec["status"] = "new-sparse-warnings"
 					rec["details"][o] = new
 				else:
-					rec["details"][o] = "compiled (-Werror), no new sparse warnings (%d before, %d after)" % (
-						len(w0), len(w))
+					rec["details"][o] = "compiled (-Werror)%s, no new sparse warnings (%d before, %d after)" % (
+						" for %s with %sgcc" % (arch, CROSS[arch]) if arch else "", len(w0), len(w))
 		finally:
 			r = run(["patch", "-p1", "-R", "--no-backup-if-mismatch", "-s"], cwd=tree, inp=u["diff"])
 			if r.returncode != 0:
@@ -195,7 +237,8 @@ def main(argv):
 	summary = {}
 	for r in results:
 		summary[r["status"]] = summary.get(r["status"], 0) + 1
-	out = {"kdir": kdir, "config": "x86_64 allmodconfig (CONFIG_WERROR=y), sparse C=2",
+	out = {"kdir": kdir, "config": "x86_64 allmodconfig (CONFIG_WERROR=y), sparse C=2; objects it does not "
+	       "build: %s allmodconfig with the cross compiler" % ", ".join(sorted(CROSS)),
 	       "prepare_s": round(t_prep, 1), "summary": summary, "results": results}
 	if a.out:
 		with open(a.out + ".tmp", "w") as f:
