@@ -36,7 +36,9 @@
 //# A condition that is a statement expression or assigns is left to the
 //# driver's text rewrite: spatch 1.1.1 does not match '({ ... })' as a
 //# macro argument.  The driver passes one site per run (-D nodecls on all
-//# but the last), and -D decls1/decls2 for the value variables.  Run
+//# but the last), and -D decls1/decls2 for the value variables.  When the
+//# wait is one arm of an if, both arms get braces; the driver then joins
+//# the braces spatch prints on lines of their own ("} else {").  Run
 //# alone, the rule changes nothing.
 // Confidence: High
 // Copyright: (C) 2026 The nestsleep developers.
@@ -535,6 +537,62 @@ position p : script:python(key) { ns_form(p, key, "signal_timeout") };
   < 0
 )
   ) S1
+)
+
+// Braces on both arms (coding-style.rst: when one arm of an if needs
+// braces, both get them).  spatch braces the arm that held the wait; the
+// other arm of that if gets them here, unless it is an else if.
+
+@depends on patch disable braces0, braces1, braces2, braces3, braces4@
+identifier site.fn;
+identifier names.wait;
+expression args.q;
+expression C;
+statement S1;
+position pb : script:python(fn) { pb[0].current_element == str(fn) };
+@@
+
+(
+  if@pb (C) { ... } else { ... }
+|
+  if@pb (C)
+- S1
+- else
++ {
++ S1
++ } else
+  {
+  ...
+  remove_wait_queue(q, &wait);
+  ...
+  }
+)
+
+@depends on patch disable braces0, braces1, braces2, braces3, braces4@
+identifier site.fn;
+identifier names.wait;
+expression args.q;
+expression C, C2;
+statement S2, S3, S4;
+position pb : script:python(fn) { pb[0].current_element == str(fn) };
+@@
+
+(
+  if@pb (C) { ... } else { ... }
+|
+  if@pb (C) { ... } else if (C2) S3 else S4
+|
+  if@pb (C) { ... } else if (C2) S3
+|
+  if@pb (C) {
+  ...
+  remove_wait_queue(q, &wait);
+  ...
+  } else
+- S2
++ {
++ S2
++ }
 )
 
 // The declarations, at the top of the function: the wait entry, and the

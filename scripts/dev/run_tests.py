@@ -158,10 +158,10 @@ CHECKPATCH_IGNORE = ("Missing commit description", "Missing Signed-off-by", "No 
 
 
 def checkpatch(diff):
-	"""checkpatch.pl of the cached 6.1 tree on a bare diff, with the
-	80 columns of coding-style.rst: its complaints, or None when the tree
-	is not there."""
-	r = ktree.checkpatch(KTREE, text=diff, timeout=120, max_line=80)
+	"""checkpatch.pl --strict of the cached 6.1 tree on a bare diff, with
+	the 80 columns of coding-style.rst: its complaints, or None when the
+	tree is not there."""
+	r = ktree.checkpatch(KTREE, text=diff, timeout=120, max_line=80, strict=True)
 	if not r.ran:
 		return None
 	return [b for b in r.blocks() if not any(x in b.splitlines()[0] for x in CHECKPATCH_IGNORE)]

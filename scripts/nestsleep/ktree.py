@@ -24,16 +24,19 @@ class Checkpatch:
 		return [b.strip() for b in self.output.split("\n\n") if b.strip().startswith(("ERROR", "WARNING"))]
 
 
-def checkpatch(kdir, text=None, path=None, signoff=False, show_types=False, timeout=300, max_line=None):
+def checkpatch(kdir, text=None, path=None, signoff=False, show_types=False, timeout=300, max_line=None,
+	       strict=False):
 	"""The tree's scripts/checkpatch.pl --no-tree -q on a patch or mail,
 	given as text (on stdin) or as a file path; --no-signoff unless
-	signoff; --max-line-length=max_line when given.  Runs in the temp dir: checkpatch.pl leaves a
+	signoff; --max-line-length=max_line when given; --strict (the CHECKs
+	too) when strict.  Runs in the temp dir: checkpatch.pl leaves a
 	.checkpatch-camelcase cache in its cwd."""
 	cp = os.path.join(kdir, "scripts", "checkpatch.pl")
 	if not os.path.isfile(cp):
 		return Checkpatch(False)
 	cmd = ["perl", cp, "--no-tree"] + ([] if signoff else ["--no-signoff"])
 	cmd += (["--show-types"] if show_types else []) + (["--max-line-length=%d" % max_line] if max_line else [])
+	cmd += ["--strict"] if strict else []
 	cmd += ["-q", path or "-"]
 	r = subprocess.run(cmd, input=None if path else text, capture_output=True, text=True, timeout=timeout,
 			   cwd=tempfile.gettempdir())

@@ -141,7 +141,9 @@ class WaitEventSitesTest(unittest.TestCase):
 		self.assertEqual(list(u.sites.values())[0]["lvalue"], "ret")
 		self.fx.finish(u)
 		diff = self.fx.diff(u.edits)
-		self.assertIn("+\telse {\n", diff)
+		# both arms get braces (coding-style.rst), '} else {' on one line
+		self.assertIn("+\tif (d->ready) {\n", diff)
+		self.assertIn("+\t} else {\n", diff)
 		self.assertIn("fatal_signal_pending(current)", diff)
 
 	def test_a_declaration_initializer_is_refused(self):
@@ -223,3 +225,19 @@ class FlatTest(unittest.TestCase):
 
 if __name__ == "__main__":
 	unittest.main()
+
+
+class BraceLayoutTest(unittest.TestCase):
+	"""join_else(): the braces spatch adds around an if arm, where
+	coding-style.rst puts them, and the original code left as it is."""
+
+	def test_added_braces_join_their_if_and_else(self):
+		old = "\tif (a)\n\t\tx();\n\telse\n\t\ty();\n"
+		new = "\tif (a)\n\t{\n\t\tz();\n\t}\n\telse {\n\t\ty();\n\t\n\t}\n"
+		self.assertEqual("".join(fixer.join_else(old, fixer._LINES.findall(new))),
+				 "\tif (a) {\n\t\tz();\n\t} else {\n\t\ty();\n\t}\n")
+
+	def test_the_original_code_is_left_as_it_is(self):
+		old = "\tif (a) {\n\t\tx();\n\t}\n\telse\n\t\ty();\n\tw();\n"
+		new = "\tif (a) {\n\t\tx();\n\t}\n\telse\n\t\ty();\n\tz();\n"
+		self.assertEqual("".join(fixer.join_else(old, fixer._LINES.findall(new))), new)

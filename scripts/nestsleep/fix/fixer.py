@@ -1649,7 +1649,7 @@ def wrap_long(old, new):
 	only between the arguments of a call it writes."""
 	seen = set(_LINES.findall(old))
 	out = []
-	for line in _LINES.findall(new):
+	for line in join_else(old, _LINES.findall(new)):
 		if line in seen:
 			out.append(line)
 			continue
@@ -1684,6 +1684,41 @@ def wrap_long(old, new):
 		lines = [y for x in lines for y in _split_compare(x)]
 		out += [x + "\n" for x in lines]
 	return "".join(out)
+
+
+def join_else(old, lines):
+	"""lines (new text) with the braces spatch adds around an if arm put
+	where coding-style.rst has them: an added '{' joined to its 'if (...)'
+	or 'else', an added '}' joined to the 'else' under it ('} else'), and
+	a blank line left before an added closing brace dropped.  spatch 1.1.1
+	prints such a brace on a line of its own (checkpatch ERRORs "that open
+	brace { should be on the previous line" and "else should follow close
+	brace '}'").  Only lines the rewrite added are touched."""
+	sm = difflib.SequenceMatcher(None, _LINES.findall(old), lines, autojunk=False)
+	added = set()
+	for tag, i1, i2, j1, j2 in sm.get_opcodes():
+		if tag in ("replace", "insert"):
+			added.update(range(j1, j2))
+	out = []
+	new_out = []     # whether each line of out was added
+	for k, line in enumerate(lines):
+		new = k in added
+		if new and out and new_out[-1] and not out[-1].strip() and line.strip() == "}":
+			out.pop()
+			new_out.pop()
+		mm = re.match(r"^([ \t]*)\{\n", line)
+		if mm and new and out and \
+				re.match(r"^%s(?:(?:\}\s*)?else\s*|(?:(?:\}\s*)?else\s+)?if\s*\(.*\))\n" % mm.group(1), out[-1]):
+			out[-1] = out[-1][:-1] + " {\n"
+			new_out[-1] = True
+			continue
+		mm = re.match(r"^([ \t]*)else\b", line)
+		if mm and out and new_out[-1] and out[-1] == mm.group(1) + "}\n":
+			out[-1] = mm.group(1) + "} " + line[len(mm.group(1)):]
+			continue
+		out.append(line)
+		new_out.append(new)
+	return out
 
 
 def text_edits(old, new):
