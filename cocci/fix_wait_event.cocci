@@ -37,7 +37,7 @@
 //# driver's text rewrite: spatch 1.1.1 does not match '({ ... })' as a
 //# macro argument.  The driver passes one site per run (-D nodecls on all
 //# but the last), and -D decls1/decls2 for the value variables.  When the
-//# wait is one arm of an if, both arms get braces; the driver then joins
+//# wait is an unbraced arm of an if, both arms get braces (-D balance); the driver then joins
 //# the braces spatch prints on lines of their own ("} else {").  Run
 //# alone, the rule changes nothing.
 // Confidence: High
@@ -52,6 +52,8 @@ virtual decls1
 virtual decls2
 // the driver adds the declarations in its last run only
 virtual nodecls
+// the wait is an unbraced arm of an if: brace the other arm too
+virtual balance
 
 @initialize:python@
 @@
@@ -541,9 +543,11 @@ position p : script:python(key) { ns_form(p, key, "signal_timeout") };
 
 // Braces on both arms (coding-style.rst: when one arm of an if needs
 // braces, both get them).  spatch braces the arm that held the wait; the
-// other arm of that if gets them here, unless it is an else if.
+// other arm of that if gets them here, unless it is an else if.  The
+// driver asks for it (-D balance) only when the wait was an unbraced arm:
+// an if that was unbalanced before is not restyled.
 
-@depends on patch disable braces0, braces1, braces2, braces3, braces4@
+@depends on patch && balance disable braces0, braces1, braces2, braces3, braces4@
 identifier site.fn;
 identifier names.wait;
 expression args.q;
@@ -568,7 +572,7 @@ position pb : script:python(fn) { pb[0].current_element == str(fn) };
   }
 )
 
-@depends on patch disable braces0, braces1, braces2, braces3, braces4@
+@depends on patch && balance disable braces0, braces1, braces2, braces3, braces4@
 identifier site.fn;
 identifier names.wait;
 expression args.q;

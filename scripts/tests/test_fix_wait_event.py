@@ -241,3 +241,27 @@ class BraceLayoutTest(unittest.TestCase):
 		old = "\tif (a) {\n\t\tx();\n\t}\n\telse\n\t\ty();\n\tw();\n"
 		new = "\tif (a) {\n\t\tx();\n\t}\n\telse\n\t\ty();\n\tz();\n"
 		self.assertEqual("".join(fixer.join_else(old, fixer._LINES.findall(new))), new)
+
+
+class BitwiseWrapTest(unittest.TestCase):
+	def test_a_register_and_mask_is_broken_after_the_operator(self):
+		# 6.1 pi433_receive(): the moved condition came out at 84 columns
+		new = "x\n\t\twhile (!(rf69_read_reg(spi, REG_IRQFLAGS1) & MASK_IRQFLAGS1_RSSI)) {\n"
+		self.assertEqual(fixer.wrap_long("x\n", new),
+				 "x\n\t\twhile (!(rf69_read_reg(spi, REG_IRQFLAGS1) &\n"
+				 "\t\t\t MASK_IRQFLAGS1_RSSI)) {\n")
+
+
+class ReindentTest(unittest.TestCase):
+	def test_an_added_loop_is_indented_by_its_braces(self):
+		# 6.12 saa7164 fops_read(): spatch copied the function's odd steps
+		old = "\tif (x) {\n\t\tif (wait_event_interruptible(q,\n\t\t\tready(p))) {\n\t\t\t\tbreak;\n\t\t}\n"
+		new = ("\tif (x) {\n\t\tret = 0;\n\t\twhile (!ready(p)) {\n\t\t\t\tif (signal_pending(current)) {\n"
+		       "\t\t\t\t\tret = -ERESTARTSYS;\n\t\t\t\t\tbreak;\n\t\t\t\t}\n"
+		       "\t\t\t\twait_woken(&wait,\n\t\t\t\t\t   TASK_INTERRUPTIBLE,\n\t\t\t\t\t   MAX_SCHEDULE_TIMEOUT);\n"
+		       "\t\t}\n\t\tif (ret) {\n\t\t\t\tbreak;\n\t\t}\n")
+		self.assertEqual(fixer.wrap_long(old, new),
+				 "\tif (x) {\n\t\tret = 0;\n\t\twhile (!ready(p)) {\n\t\t\tif (signal_pending(current)) {\n"
+				 "\t\t\t\tret = -ERESTARTSYS;\n\t\t\t\tbreak;\n\t\t\t}\n"
+				 "\t\t\twait_woken(&wait, TASK_INTERRUPTIBLE,\n\t\t\t\t   MAX_SCHEDULE_TIMEOUT);\n"
+				 "\t\t}\n\t\tif (ret) {\n\t\t\t\tbreak;\n\t\t}\n")

@@ -453,14 +453,15 @@ def _split_inner(line):
 
 
 def _split_compare(line):
-	"""Break a line that is still too long after its last == or != that
-	fits, with the right operand aligned under the left one, as the
-	kernel breaks such conditions (xen-netfront's XenbusState tests)."""
+	"""Break a line that is still too long after its last ==, != or
+	bitwise & or | that fits, with the right operand aligned under the
+	left one, as the kernel breaks such conditions (xen-netfront's
+	XenbusState tests, pi433's register & mask)."""
 	if cols(line) <= MAX_COLS:
 		return [line]
 	m = mask(line)
 	best = None
-	for mm in re.finditer(r" [=!]= ", m):
+	for mm in re.finditer(r" (?:[=!]=|&|\|) ", m):
 		if cols(line[:mm.start() + 3]) <= MAX_COLS:
 			best = mm.start()
 	if best is None:
@@ -468,7 +469,8 @@ def _split_compare(line):
 	lead = re.match(r"^[ \t]*(?:if \(|while \(!?\(?)?", line).group(0)
 	align = cols(lead)
 	cont = "\t" * (align // 8) + " " * (align % 8)
-	return [line[:best + 3]] + _split_compare(cont + line[best + 4:])
+	op = m.index(" ", best + 1)
+	return [line[:op]] + _split_compare(cont + line[op + 1:])
 
 
 def retab(line):
@@ -919,7 +921,8 @@ class Fixer:
 			u.taken |= body | self.param_names(ft, o) | set(x for a in args for x in idents(a))
 			u.sites[key] = {"form": form, "queue": pointer_to(args[0]), "state": state, "test": sig,
 					"exclusive": bool(v["exclusive"]), "value": need_val, "use": ctx["use"],
-					"lvalue": ctx.get("lvalue"), "args": " ".join(args), "prim": prim, "pos": pos}
+					"lvalue": ctx.get("lvalue"), "args": " ".join(args), "prim": prim, "pos": pos,
+					"body": bool(ctx.get("body"))}
 		if sig:
 			u.includes.add("linux/sched/signal.h")
 		what = "%s() becomes an add_wait_queue()/wait_woken()/remove_wait_queue() loop: the condition " \
@@ -1195,6 +1198,8 @@ class Fixer:
 			extra = ["-D", "decls%d" % len(decls)] if decls else []
 			if i < len(order) - 1:
 				extra += ["-D", "nodecls"]
+			if s["body"]:
+				extra += ["-D", "balance"]
 			new = self.spatch_text(text, os.path.basename(rel), WAIT_EVENT_RULE, env, extra)
 			if new is None or new == text:
 				raise Refuse("manual", "%s could not rewrite %s() on line %s in this statement context"
@@ -1699,6 +1704,11 @@ def join_else(old, lines):
 	for tag, i1, i2, j1, j2 in sm.get_opcodes():
 		if tag in ("replace", "insert"):
 			added.update(range(j1, j2))
+	out, new_out = join_braces(lines, added)
+	return [x for x in reindent(out, new_out) if x]
+
+
+def join_braces(lines, added):
 	out = []
 	new_out = []     # whether each line of out was added
 	for k, line in enumerate(lines):
@@ -1718,7 +1728,83 @@ def join_else(old, lines):
 			continue
 		out.append(line)
 		new_out.append(new)
+	return out, new_out
+
+
+def _depth(line):
+	"""(parentheses, braces) that the line leaves open."""
+	m = mask(line)
+	return m.count("(") - m.count(")"), m.count("{") - m.count("}")
+
+
+def reindent(lines, new):
+	"""Each run of added lines that holds a wait_woken() loop, indented
+	from its first line by its braces, one tab a level, as coding-style.rst
+	has it.  spatch 1.1.1 indents added code after the original code around
+	it, so a function indented oddly (6.12 saa7164 fops_read(): an if body
+	two tabs in) got the same odd steps inside the new loop.  A line that
+	continues a call keeps its place against the line above it."""
+	out = list(lines)
+	k = 0
+	while k < len(out):
+		if not new[k]:
+			k += 1
+			continue
+		e = k
+		while e < len(out) and new[e]:
+			e += 1
+		if any("wait_woken(" in x for x in out[k:e]):
+			base = re.match(r"^[ \t]*", out[k]).group(0)
+			# a first line '} else {' closes a block the run is inside of
+			level = 1 if out[k].strip().startswith("}") else 0
+			parens, shift, one = 0, None, False
+			for i in range(k, e):
+				body = out[i].strip()
+				was = re.match(r"^[ \t]*", out[i]).group(0)
+				if not body:
+					continue
+				if parens > 0 and shift is not None:
+					# a continuation line: moves as its statement's first line did
+					out[i] = (retab(was) if shift == 0 else _shift(was, shift)) + body + "\n"
+				else:
+					lv = level - (1 if body.startswith("}") else 0) + (1 if one else 0)
+					want = base + "\t" * max(lv, 0)
+					shift = cols(want) - cols(was)
+					out[i] = want + body + "\n"
+					one = bool(re.match(r"^(?:\}\s*)?(?:if|while|for|else)\b", body)) and \
+						not body.endswith("{") and not body.endswith(";")
+				dp, db = _depth(body)
+				parens += dp
+				level += db
+			_rewrap_calls(out, k, e)
+		k = e
 	return out
+
+
+def _rewrap_calls(out, k, e):
+	"""A call statement in out[k:e] that spans lines, wrapped again at its
+	new indentation (a call that now fits goes on one line)."""
+	i = k
+	while i < e:
+		j = i
+		while j < e - 1 and _depth("".join(out[i:j + 1]))[0] > 0:
+			j += 1
+		if j > i:
+			ind = re.match(r"^[ \t]*", out[i]).group(0)
+			st = " ".join(x.strip() for x in out[i:j + 1])
+			mm = re.match(r"^((?:[A-Za-z_][\w.>-]* = )?[A-Za-z_]\w*)\((.*)\);$", st)
+			sm = mask(st)
+			if mm and match_close(sm, mm.end(1)) == len(st) - 2:
+				args = [st[a:b].strip() for a, b in split_top(sm, mm.end(1) + 1, len(st) - 2)]
+				lines = [x + "\n" for x in wrap_call(ind, mm.group(1), args)]
+				out[i:j + 1] = lines + [""] * (j + 1 - i - len(lines))
+		i = j + 1
+
+
+def _shift(ind, n):
+	"""The indentation ind moved n columns, in tabs then spaces."""
+	c = max(cols(ind) + n, 0)
+	return "\t" * (c // 8) + " " * (c % 8)
 
 
 def text_edits(old, new):
