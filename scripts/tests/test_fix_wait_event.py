@@ -223,9 +223,6 @@ class FlatTest(unittest.TestCase):
 		self.assertEqual(fixer.flat(t, fixer.mask(t), 0, len(t)), 'f(d, "a  b", \'  \')')
 
 
-if __name__ == "__main__":
-	unittest.main()
-
 
 class BraceLayoutTest(unittest.TestCase):
 	"""join_else(): the braces spatch adds around an if arm, where
@@ -265,3 +262,28 @@ class ReindentTest(unittest.TestCase):
 				 "\t\t\t\tret = -ERESTARTSYS;\n\t\t\t\tbreak;\n\t\t\t}\n"
 				 "\t\t\twait_woken(&wait, TASK_INTERRUPTIBLE,\n\t\t\t\t   MAX_SCHEDULE_TIMEOUT);\n"
 				 "\t\t}\n\t\tif (ret) {\n\t\t\t\tbreak;\n\t\t}\n")
+
+
+class KeepBlankTest(unittest.TestCase):
+	"""keep_blank(): a blank line spatch removed with a statement goes back
+	between the code it had kept apart, and only there."""
+
+	def test_the_blank_line_before_a_removed_statement_comes_back(self):
+		# 6.12 tty_port_block_til_ready(): the blank line went with the
+		# removed prepare_to_wait()
+		old = ["\tif (x)\n", "\t\ty();\n", "\n", "\tprepare_to_wait(q, &w, s);\n", "\t/* c */\n"]
+		new = ["\tif (x)\n", "\t\ty();\n", "\t/* c */\n"]
+		self.assertEqual(fixer.keep_blank(old, new),
+				 ["\tif (x)\n", "\t\ty();\n", "\n", "\t/* c */\n"])
+
+	def test_no_blank_after_an_opening_brace_or_without_one_removed(self):
+		old = ["\tfor (;;) {\n", "\n", "\tprepare_to_wait(q, &w, s);\n", "\t\ty();\n"]
+		new = ["\tfor (;;) {\n", "\t\ty();\n"]
+		self.assertEqual(fixer.keep_blank(old, new), new)
+		old = ["\ta();\n", "\tprepare_to_wait(q, &w, s);\n", "\tb();\n"]
+		new = ["\ta();\n", "\tb();\n"]
+		self.assertEqual(fixer.keep_blank(old, new), new)
+
+
+if __name__ == "__main__":
+	unittest.main()

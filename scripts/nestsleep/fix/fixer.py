@@ -1699,6 +1699,7 @@ def join_else(old, lines):
 	prints such a brace on a line of its own (checkpatch ERRORs "that open
 	brace { should be on the previous line" and "else should follow close
 	brace '}'").  Only lines the rewrite added are touched."""
+	lines = keep_blank(_LINES.findall(old), lines)
 	sm = difflib.SequenceMatcher(None, _LINES.findall(old), lines, autojunk=False)
 	added = set()
 	for tag, i1, i2, j1, j2 in sm.get_opcodes():
@@ -1706,6 +1707,27 @@ def join_else(old, lines):
 			added.update(range(j1, j2))
 	out, new_out = join_braces(lines, added)
 	return [x for x in reindent(out, new_out) if x]
+
+
+def keep_blank(old, lines):
+	"""lines with a blank line put back where spatch dropped it together
+	with a statement it removed: a run of removed lines that holds one
+	blank line, between two kept lines of code that are not a block's
+	opening or closing brace (6.12 tty_port_block_til_ready(): the blank
+	line before the removed prepare_to_wait() had kept the if above apart
+	from the comment below)."""
+	sm = difflib.SequenceMatcher(None, old, lines, autojunk=False)
+	out = list(lines)
+	for tag, i1, i2, j1, j2 in reversed(sm.get_opcodes()):
+		if tag != "delete" or j1 == 0 or j1 >= len(lines):
+			continue
+		gone = old[i1:i2]
+		if sum(1 for x in gone if not x.strip()) != 1 or len(gone) < 2:
+			continue
+		before, after = lines[j1 - 1].strip(), lines[j1].strip()
+		if before and after and not before.endswith("{") and not after.startswith("}"):
+			out.insert(j1, "\n")
+	return out
 
 
 def join_braces(lines, added):
