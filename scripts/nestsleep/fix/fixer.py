@@ -807,7 +807,10 @@ class Fixer:
 	# -- shared pieces -------------------------------------------------------
 
 	def block_decls(self, ft, u, rel, pos, decls, tag):
-		"""Declare decls at the top of the block around pos (once per block)."""
+		"""Declare decls at the top of the block around pos (once per block).
+		Text, for plan_wait_event_text() only (a statement-expression
+		condition spatch cannot match, or a hoisted assignment); the
+		semantic patches declare their own names."""
 		o = open_block(ft.m, pos)
 		if o < 0:
 			raise Refuse("manual", "the wait is not inside a block")
@@ -832,6 +835,12 @@ class Fixer:
 		u.add(rel, Edit(first, first, text, key=("decl", o, tag)))
 
 	def include(self, ft, u, rel, header):
+		"""Add #include <header> where the file's own order puts it.
+		Text, because spatch 1.1.1 adds a line after an #include only
+		when the rule names that header literally: '#include <...>@p'
+		matches every include, but a '+' line under it is dropped, so
+		the place (after the include that sorts before header, in this
+		file) cannot be chosen by the rule."""
 		t = ft.t
 		if re.search(r"^#\s*include\s*<%s>" % re.escape(header), t, re.M):
 			return
