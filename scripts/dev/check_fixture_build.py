@@ -48,6 +48,8 @@ ROOT = os.path.join(CACHE, "fixture-build")
 KBUILD_LOCK = os.path.join(CACHE, "kbuild.lock")
 FORMS = ("c", "res")
 MAKE_TIMEOUT = 1800
+# the lines of a failed build that a result shows
+MAX_DETAIL = 30
 # what 'make modules_prepare' leaves in a build directory
 PREPARED = (".config", "include/generated/autoconf.h", "include/config/auto.conf", "scripts/mod/modpost")
 
@@ -121,7 +123,7 @@ def selected(only, name):
 	return not only or only in "fixture_build/%s/" % name or only in "patch/%s/" % name
 
 
-DIAG = re.compile(r"^(?P<path>[^\s:]+):(?P<line>\d+):(?P<col>\d+): (?P<kind>warning|error): (?P<msg>.*)$")
+DIAG = re.compile(r"^(?P<path>[^\s:]+):(?P<line>\d+):(?P<col>\d+): (?P<kind>warning|(?:fatal )?error): (?P<msg>.*)$")
 
 
 def judge(rc, output, moddir, files):
@@ -129,7 +131,7 @@ def judge(rc, output, moddir, files):
 	warnings about the fixture's own files).  A compiler warning is an error
 	under -Werror, so a warning line of a build that succeeded is sparse's."""
 	mine = {os.path.join(moddir, f): f for f in files}
-	warns, why = [], []
+	warns, why, other = [], [], []
 	for line in output.splitlines():
 		m = DIAG.match(line)
 		if m and m.group("path") in mine:
@@ -137,12 +139,18 @@ def judge(rc, output, moddir, files):
 						      m.group("kind"), m.group("msg"))
 			if rc == 0:
 				warns.append(short)
-			else:
+			elif short not in why:
 				why.append(short)
 		elif rc != 0 and (m or re.search(r"\*\*\*|Error \d|No rule|undefined", line)):
-			why.append(line.replace(moddir + "/", ""))
+			# a kernel header's errors, and make's: after the fixture's own
+			line = line.replace(moddir + "/", "")
+			if line not in other:
+				other.append(line)
+	why += other
 	if rc != 0 and not why:
 		why = output.strip().splitlines()[-15:]
+	if len(why) > MAX_DETAIL:
+		why = why[:MAX_DETAIL] + ["... and %d more lines" % (len(why) - MAX_DETAIL)]
 	return rc == 0, "\n".join(why), warns
 
 

@@ -114,6 +114,15 @@ class JudgeTest(unittest.TestCase):
 		self.assertIn("Error 1", detail)
 		self.assertEqual(warns, [])
 
+	def test_fatal_error_in_a_fixture_header_is_reported(self):
+		out = ("In file included from /m/drivers/x/a.c:3:\n"
+		       "/m/include/x.h:2:10: fatal error: linux/nope.h: No such file or directory\n"
+		       "compilation terminated.\n"
+		       "make[2]: *** [/k/scripts/Makefile.build:250: drivers/x/a.o] Error 1\n")
+		ok, detail, warns = cfb.judge(2, out, "/m", {"drivers/x/a.c": "", "include/x.h": ""})
+		self.assertFalse(ok)
+		self.assertIn("include/x.h:2:10: fatal error: linux/nope.h: No such file or directory", detail)
+
 
 class KtapTest(unittest.TestCase):
 	def test_fast_skips_every_build_with_a_result_each(self):
