@@ -108,10 +108,18 @@ def run_tool(kdir, extra=(), timeout=FIXTURE_TIMEOUT, cache=None):
 	return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
+def fixture_selected(kind, name, only):
+	"""--only X selects a fixture by its results' names (kind/NAME, and
+	kind/NAME/check for the results under it), as it selects unit tests
+	by theirs."""
+	full = "%s/%s" % (kind, name)
+	return not only or only in full or only.startswith(full + "/")
+
+
 def report_fixtures(res, only):
 	for exp in sorted(glob.glob(os.path.join(TOP, "fixtures", "report", "*.report"))):
 		name = os.path.basename(exp)[:-len(".report")]
-		if only and only not in name:
+		if not fixture_selected("report", name, only):
 			continue
 		base = exp[:-len(".report")]
 		known = name.endswith("_failure")
@@ -170,7 +178,7 @@ def checkpatch(diff):
 def patch_fixtures(res, only):
 	for exp in sorted(glob.glob(os.path.join(TOP, "fixtures", "patch", "*.res"))):
 		name = os.path.basename(exp)[:-len(".res")]
-		if only and only not in name:
+		if not fixture_selected("patch", name, only):
 			continue
 		base = exp[:-len(".res")]
 		known = name.endswith("_failure")

@@ -99,6 +99,23 @@ class UnitRunnerTest(unittest.TestCase):
 
 
 
+class FixtureOnlyTest(unittest.TestCase):
+	"""--only matches the fixture results' names, as it matches the unit
+	tests': 'patch/NAME' and 'report/NAME', and the results under them."""
+
+	def test_only_matches_the_result_names(self):
+		sel = run_tests.fixture_selected
+		self.assertTrue(sel("patch", "wait_event_rewrite", ""))
+		self.assertTrue(sel("patch", "wait_event_rewrite", "patch/"))
+		self.assertTrue(sel("patch", "wait_event_rewrite", "patch/wait_event"))
+		self.assertTrue(sel("patch", "wait_event_rewrite", "wait_event"))
+		self.assertTrue(sel("patch", "wait_event_rewrite", "patch/wait_event_rewrite/idempotent"))
+		self.assertFalse(sel("patch", "wait_event_rewrite", "report/"))
+		self.assertTrue(sel("report", "shapes", "report/sha"))
+		self.assertFalse(sel("report", "shapes", "patch/"))
+		self.assertFalse(sel("patch", "kthread_wakers", "unit/"))
+
+
 class LabelledTest(unittest.TestCase):
 	"""The 'labelled findings' stage: a true finding whose wait site is no
 	longer reported is lost; a harmless or false one may go; a site
