@@ -176,7 +176,8 @@ def fixable(comment=""):
 	"""A file with one rewritable wait_event() (the patch fixture's head)."""
 	with open(os.path.join(TOP, "fixtures", "patch", "wait_event_rewrite.c")) as f:
 		src = f.read()
-	head = src[:src.index("void plain")]
+	# up to plain()'s definition (the fixture declares it above, too)
+	head = src[:src.index("void plain(struct dev *d)\n{")]
 	return head + "void plain(struct dev *d)\n{\n\t/* %s */\n\twait_event(d->wq, dev_ready(d));\n}\n" % comment
 
 
@@ -234,7 +235,7 @@ class OddFilesTest(Base):
 
 	def test_generated_100k_lines(self):
 		src = fixable()
-		at = src.index("void plain")
+		at = src.index("void plain(struct dev *d)\n{")
 		table = "static const int gen_table[] = {\n" + "".join("\t%d,\n" % i for i in range(100000)) + "};\n"
 		kdir = self.tree("gen.c", (src[:at] + table + src[at:]).encode())
 		r = self.cli("--kdir", kdir, "--timeout", "120")
