@@ -64,6 +64,7 @@
 virtual context
 virtual org
 virtual report
+virtual patch
 
 @initialize:python@
 @@
@@ -535,10 +536,35 @@ coccinelle.ns_modes = []
 def ns_is_waiter(w):
     return w in NS_WAITERS
 
+# Alone (no knowledge injected by the driver), the rule follows one level
+# of calls, as locks/call_kern.cocci does: a function defined in the file
+# being read that calls a known primitive is taken to sleep (rule nshelp).
+NS_ALONE = not NS_RAW and NS_KEEP is None and NS_WINDOW is None
+# (file, helper) -> [(line, col, primitive, group, effect)]
+ns_helpers = {}
+ns_helper_names = set()
+
 def ns_window(f):
     if NS_WINDOW is not None:
         return f in NS_WINDOW
-    return f in NS_SLEEPERS or f in NS_GFP_ARG
+    return f in NS_SLEEPERS or f in NS_GFP_ARG or f in ns_helper_names
+
+def ns_alone_prim(f):
+    return NS_ALONE and (f in NS_SLEEPERS or f in NS_GFP_ARG) and \
+        f not in NS_RESTORE and f not in NS_SETTERS and f not in NS_NOT_SLEEPING
+
+def ns_helper(shape, p0, f, p):
+    # (chain, group, effect) when f is a sleeping helper of p's file
+    if not NS_ALONE or f == p0.current_element:
+        return None
+    hs = sorted(ns_helpers.get((p.file, f), []))
+    if shape != "wait_event":
+        # a window's own sleep: a helper that only schedules is the
+        # sleep the window was opened for
+        hs = [h for h in hs if h[3] != "schedule"]
+    if not hs:
+        return None
+    return ("%s -> %s" % (f, hs[0][2]), hs[0][3], hs[0][4])
 
 def ns_is_carrier(g):
     return g in NS_CARRIERS
@@ -609,12 +635,45 @@ def ns_record(shape, site, p0, f, p, al, kind, base, extra):
         b = None if kind != "call" else ns_builtin(f, al)
         if shape == "thread_exit":
             b = NS_THREAD_EXIT
+        if b is None and kind == "call":
+            h = ns_helper(shape, p0, f, p)
+            if h is not None:
+                rec["chain"] = h[0]
+                b = h[1:]
         keep = b is not None
         if keep:
             rec["group"], rec["effect"] = b
     if keep and NS_KEEP is None:
         coccinelle.ns_recs.append(rec)
     return keep
+
+// ---------------------------------------------------------------------------
+// Alone: the functions of this file that call a known primitive (one
+// level, as locks/call_kern.cocci).  A call to one of them is taken to
+// sleep.  The driver gives the whole tree's chains instead.
+
+@nshelp@
+identifier fn;
+identifier f : script:python() { ns_alone_prim(f) };
+expression list al;
+position p;
+@@
+
+fn(...) { <+... f@p(al) ...+> }
+
+@script:python@
+fn << nshelp.fn;
+f << nshelp.f;
+al << nshelp.al;
+p << nshelp.p;
+@@
+b = ns_builtin(f, str(al))
+if b is not None:
+    h = ns_helpers.setdefault((p[0].file, fn), [])
+    e = (int(p[0].line), int(p[0].column), f, b[0], b[1])
+    if e not in h:
+        h.append(e)
+    ns_helper_names.add(fn)
 
 // ---------------------------------------------------------------------------
 // Sites the kernel annotated as checked: sched_annotate_sleep() in the
@@ -957,7 +1016,7 @@ elif ns_mode:
         first = rs[0]
         paths = []
         for r in rs:
-            c = "%s (%s)" % (r["call"], r["effect"] == "warns" and "warns" or "resets the task state silently")
+            c = "%s (%s)" % (r.get("chain", r["call"]), r["effect"] == "warns" and "warns" or "resets the task state silently")
             if c not in paths:
                 paths.append(c)
         if first["shape"] == "wait_event":
