@@ -15,10 +15,12 @@
 ///
 //# Run on its own, by the kernel's "make coccicheck", this rule only knows the
 //# sleeping primitives listed in its initializer (generated from
-//# cocci/sleep_info.json): it finds a primitive called directly in the
-//# condition or window, not one reached through a helper.  nestsleep's
-//# driver (scripts/nestsleep/) adds the whole-tree knowledge: helpers in
-//# other files, static inlines, macros and ops-table function pointers.
+//# cocci/sleep_info.json) and reaches what locks/call_kern.cocci reaches: a
+//# primitive called directly in the condition or window, or through a
+//# function defined in the same file (one level).  nestsleep's driver
+//# (scripts/nestsleep/) adds the whole-tree knowledge: helpers in other
+//# files, deeper chains, static inlines, macros and ops-table function
+//# pointers.
 //#
 //# False positives arise when the sleeping path cannot run while the state is
 //# set (flag-dependent sleeps), when a helper restores TASK_RUNNING itself
@@ -46,14 +48,26 @@
 //# functions, but a mutex scoped_guard() written directly in a wait window
 //# is then not seen; one in a helper is.
 //#
-//# This rule has no patch mode of its own: the rewrite needs the wakers,
-//# which may live in other files.  nestsleep's "make coccicheck MODE=patch"
-//# (scripts/nestsleep/fix/fixer.py) rewrites the sites this rule finds.  Its patches may be
-//# wrong in the same ways the kernel's locks/call_kern.cocci fix may be: a
-//# converted set_current_state() loop relies on a search for the thread's
-//# wake_up_process() wakers, which does not see wake_q_add(), timers or
-//# wakers in other directories; an exclusive wait converted to
-//# add_wait_queue_exclusive() may swallow a wakeup when it leaves on a signal.
+//# MODE=patch alone rewrites a wait_event*() site into the wait_woken() form
+//# (a copy of cocci/fix_wait_event.cocci's rules) only when, from the file
+//# alone, its task cannot be woken through a stored task pointer: the wait
+//# is in no thread function and in no function that stores current or a
+//# task pointer, and the file calls no wake_up_process(), wake_up_state()
+//# or wake_q_add().  wait_woken() is reliably woken only through its queue:
+//# a wake_up_process() that lands while the rewritten loop tests its
+//# condition is lost.  Wakers outside the file are not checked: a task
+//# pointer stored by a caller in another file, timers and wakers in other
+//# files can still lose a wakeup after the rewrite.  Every other site is
+//# listed as an INFO line with the reason, and so are the prepare_to_wait()
+//# and set_current_state() loops, which need the whole tree's wakers:
+//# nestsleep's "make coccicheck MODE=patch" (scripts/nestsleep/fix/fixer.py)
+//# rewrites those, with the wakers it finds in the whole tree.  Both may be
+//# wrong in the same ways the kernel's locks/call_kern.cocci fix may be; an
+//# exclusive wait converted to add_wait_queue_exclusive() may swallow a
+//# wakeup when it leaves on a signal, so one that tests a signal is left
+//# alone.  Alone, an unbraced if arm that held the wait gets braces, its
+//# other arm does not, and a second wait of a function (or of another form
+//# in the file) is rewritten by a second run.
 // Confidence: Moderate
 // Copyright: (C) 2026 The nestsleep developers.
 // URL: https://coccinelle.gitlabpages.inria.fr/website
