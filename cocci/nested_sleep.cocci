@@ -911,20 +911,19 @@ def ns_record(shape, site, p0, f, p, al, kind, base, extra):
 // sleep.  The driver gives the whole tree's chains instead.
 
 @nshelp@
-identifier fn;
 identifier f : script:python() { ns_alone_prim(f) };
 expression list al;
 position p;
 @@
 
-fn(...) { <+... f@p(al) ...+> }
+f@p(al)
 
 @script:python@
-fn << nshelp.fn;
 f << nshelp.f;
 al << nshelp.al;
 p << nshelp.p;
 @@
+fn = p[0].current_element
 b = ns_builtin(f, str(al))
 if b is not None:
     h = ns_helpers.setdefault((p[0].file, fn), [])
