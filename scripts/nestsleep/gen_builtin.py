@@ -172,7 +172,8 @@ def main(argv):
 		if new == old:
 			continue
 		if check:
-			print("cocci/%s: built-in knowledge differs from cocci/sleep_info.json; run python3 -m nestsleep gen-builtin" % name, file=sys.stderr)
+			print("cocci/%s: built-in knowledge differs from cocci/sleep_info.json or its copy of "
+			      "cocci/fix_wait_event.cocci; run python3 -m nestsleep gen-builtin" % name, file=sys.stderr)
 			bad += 1
 		else:
 			with open(path, "w") as f:
