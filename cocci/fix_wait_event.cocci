@@ -620,12 +620,23 @@ position pb : script:python(fn) { pb[0].current_element == str(fn) };
 + }
 )
 
+// The functions the rules above rewrote: a site whose statement context
+// no rule matched gets no declarations either.
+
+@rw depends on patch@
+identifier site.fn, names.wait;
+identifier rfn : script:python(fn) { str(rfn) == str(fn) };
+expression E;
+@@
+
+rfn(...) { <+... remove_wait_queue(E, &wait); ...+> }
+
 // The declarations, at the top of the function: the wait entry, and the
 // variable that carries the wait's value when one is needed.  A blank
 // line follows them when the function's first line is not a declaration.
 
 @script:python decl@
-fn << site.fn;
+fn << rw.rfn;
 wait;
 t1;
 v1;
@@ -642,12 +653,12 @@ coccinelle.t2 = cocci.make_type(ds[1][0])
 coccinelle.v2 = cocci.make_ident(ds[1][1])
 
 @first0 depends on patch@
-identifier site.fn, decl.wait;
+identifier rw.rfn, decl.wait;
 statement S;
-position pd : script:python(fn) { ns_decls(fn, 0) };
+position pd : script:python(rfn) { ns_decls(rfn, 0) };
 @@
 
-fn@pd(...) {
+rfn@pd(...) {
 + DEFINE_WAIT_FUNC(wait, woken_wake_function);
 +
   S
@@ -661,23 +672,23 @@ pd << first0.pd;
 ns_first_done.add(pd[0].current_element)
 
 @depends on patch@
-identifier site.fn, decl.wait;
-position pd : script:python(fn) { ns_decls(fn, 0) and not ns_first(pd, fn) };
+identifier rw.rfn, decl.wait;
+position pd : script:python(rfn) { ns_decls(rfn, 0) and not ns_first(pd, rfn) };
 @@
 
-fn@pd(...) {
+rfn@pd(...) {
 ++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
   ...
 }
 
 @first1 depends on patch@
-identifier site.fn, decl.wait, decl.v1;
+identifier rw.rfn, decl.wait, decl.v1;
 type decl.t1;
 statement S;
-position pd : script:python(fn) { ns_decls(fn, 1) };
+position pd : script:python(rfn) { ns_decls(rfn, 1) };
 @@
 
-fn@pd(...) {
+rfn@pd(...) {
 + DEFINE_WAIT_FUNC(wait, woken_wake_function);
 + t1 v1;
 +
@@ -692,25 +703,25 @@ pd << first1.pd;
 ns_first_done.add(pd[0].current_element)
 
 @depends on patch@
-identifier site.fn, decl.wait, decl.v1;
+identifier rw.rfn, decl.wait, decl.v1;
 type decl.t1;
-position pd : script:python(fn) { ns_decls(fn, 1) and not ns_first(pd, fn) };
+position pd : script:python(rfn) { ns_decls(rfn, 1) and not ns_first(pd, rfn) };
 @@
 
-fn@pd(...) {
+rfn@pd(...) {
 ++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
 ++ t1 v1;
   ...
 }
 
 @first2 depends on patch@
-identifier site.fn, decl.wait, decl.v1, decl.v2;
+identifier rw.rfn, decl.wait, decl.v1, decl.v2;
 type decl.t1, decl.t2;
 statement S;
-position pd : script:python(fn) { ns_decls(fn, 2) };
+position pd : script:python(rfn) { ns_decls(rfn, 2) };
 @@
 
-fn@pd(...) {
+rfn@pd(...) {
 + DEFINE_WAIT_FUNC(wait, woken_wake_function);
 + t1 v1;
 + t2 v2;
@@ -726,12 +737,12 @@ pd << first2.pd;
 ns_first_done.add(pd[0].current_element)
 
 @depends on patch@
-identifier site.fn, decl.wait, decl.v1, decl.v2;
+identifier rw.rfn, decl.wait, decl.v1, decl.v2;
 type decl.t1, decl.t2;
-position pd : script:python(fn) { ns_decls(fn, 2) and not ns_first(pd, fn) };
+position pd : script:python(rfn) { ns_decls(rfn, 2) and not ns_first(pd, rfn) };
 @@
 
-fn@pd(...) {
+rfn@pd(...) {
 ++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
 ++ t1 v1;
 ++ t2 v2;
