@@ -35,8 +35,8 @@
 //# the sites whose wakers it cannot convert; it adds the #include lines.
 //# A condition that is a statement expression or assigns is left to the
 //# driver's text rewrite: spatch 1.1.1 does not match '({ ... })' as a
-//# macro argument.  The driver passes one site per run (-D nodecls on all
-//# but the last), and -D decls1/decls2 for the value variables.  When the
+//# macro argument.  The driver passes one site per run ("nodecls" in the
+//# names on all but the last), and the value variables ("decls").  When the
 //# wait is an unbraced arm of an if, both arms get braces (-D balance); the driver then joins
 //# the braces spatch prints on lines of their own ("} else {").  Run
 //# alone, the rule changes nothing.
@@ -47,11 +47,6 @@
 // Options: --no-includes --include-headers
 
 virtual patch
-// the driver says how many value variables the function needs
-virtual decls1
-virtual decls2
-// the driver adds the declarations in its last run only
-virtual nodecls
 // the wait is an unbraced arm of an if: brace the other arm too
 virtual balance
 
@@ -78,6 +73,31 @@ def ns_form(p, key, form):
     return s is not None and s["form"] == form and \
         "L%s_C%s" % (p[0].line, p[0].column) == str(key)
 
+
+def ns_names(fn):
+    return NS_NAMES
+
+
+# the declarations go in with the last run only ("nodecls" in the names
+# on the others); "decls" lists the value variables the function needs
+def ns_decls(fn, k):
+    names = ns_names(str(fn))
+    return not names.get("nodecls") and len(names.get("decls") or []) == k
+
+
+# the functions whose declarations went in before a first statement (by
+# name: after a change, spatch 1.1.1 gives positions a temporary file)
+ns_first_done = set()
+
+
+def ns_first(p, fn):
+    return str(fn) in ns_first_done
+
+// BEGIN SHARED: the rules below are copied into cocci/nested_sleep.cocci
+// by python3 -m nestsleep gen-builtin, for its patch mode alone.  They
+// call ns_site(), ns_form(), ns_names(), ns_decls() and ns_first(),
+// which each file's initializer defines.
+
 // The sites and their function.
 
 @site depends on patch@
@@ -97,9 +117,10 @@ ret;
 tmo;
 @@
 
-coccinelle.wait = cocci.make_ident(NS_NAMES.get("wait", "wait"))
-coccinelle.ret = cocci.make_ident(NS_NAMES.get("ret", "ret"))
-coccinelle.tmo = cocci.make_ident(NS_NAMES.get("tmo", "timeout"))
+names = ns_names(fn)
+coccinelle.wait = cocci.make_ident(names.get("wait", "wait"))
+coccinelle.ret = cocci.make_ident(names.get("ret", "ret"))
+coccinelle.tmo = cocci.make_ident(names.get("tmo", "timeout"))
 
 // The queue, state and signal test of each site.
 
@@ -599,12 +620,23 @@ position pb : script:python(fn) { pb[0].current_element == str(fn) };
 + }
 )
 
+// The functions the rules above rewrote: a site whose statement context
+// no rule matched gets no declarations either.
+
+@rw depends on patch@
+identifier site.fn, names.wait;
+identifier rfn : script:python(fn) { str(rfn) == str(fn) };
+expression E;
+@@
+
+rfn(...) { <+... remove_wait_queue(E, &wait); ...+> }
+
 // The declarations, at the top of the function: the wait entry, and the
 // variable that carries the wait's value when one is needed.  A blank
 // line follows them when the function's first line is not a declaration.
 
 @script:python decl@
-fn << site.fn;
+fn << rw.rfn;
 wait;
 t1;
 v1;
@@ -612,41 +644,51 @@ t2;
 v2;
 @@
 
-ds = (NS_NAMES.get("decls") or []) + [["int", "unused"]] * 2
-coccinelle.wait = cocci.make_ident(NS_NAMES.get("wait", "wait"))
+names = ns_names(fn)
+ds = (names.get("decls") or []) + [["int", "unused"]] * 2
+coccinelle.wait = cocci.make_ident(names.get("wait", "wait"))
 coccinelle.t1 = cocci.make_type(ds[0][0])
 coccinelle.v1 = cocci.make_ident(ds[0][1])
 coccinelle.t2 = cocci.make_type(ds[1][0])
 coccinelle.v2 = cocci.make_ident(ds[1][1])
 
-@first0 depends on patch && !nodecls && !decls1 && !decls2@
-identifier site.fn, decl.wait;
+@first0 depends on patch@
+identifier rw.rfn, decl.wait;
 statement S;
+position pd : script:python(rfn) { ns_decls(rfn, 0) };
 @@
 
-fn(...) {
+rfn@pd(...) {
 + DEFINE_WAIT_FUNC(wait, woken_wake_function);
 +
   S
   ...
 }
 
-@depends on patch && !nodecls && !decls1 && !decls2 && !first0@
-identifier site.fn, decl.wait;
+@script:python@
+pd << first0.pd;
 @@
 
-fn(...) {
+ns_first_done.add(pd[0].current_element)
+
+@depends on patch@
+identifier rw.rfn, decl.wait;
+position pd : script:python(rfn) { ns_decls(rfn, 0) and not ns_first(pd, rfn) };
+@@
+
+rfn@pd(...) {
 ++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
   ...
 }
 
-@first1 depends on patch && !nodecls && decls1@
-identifier site.fn, decl.wait, decl.v1;
+@first1 depends on patch@
+identifier rw.rfn, decl.wait, decl.v1;
 type decl.t1;
 statement S;
+position pd : script:python(rfn) { ns_decls(rfn, 1) };
 @@
 
-fn(...) {
+rfn@pd(...) {
 + DEFINE_WAIT_FUNC(wait, woken_wake_function);
 + t1 v1;
 +
@@ -654,24 +696,32 @@ fn(...) {
   ...
 }
 
-@depends on patch && !nodecls && decls1 && !first1@
-identifier site.fn, decl.wait, decl.v1;
-type decl.t1;
+@script:python@
+pd << first1.pd;
 @@
 
-fn(...) {
+ns_first_done.add(pd[0].current_element)
+
+@depends on patch@
+identifier rw.rfn, decl.wait, decl.v1;
+type decl.t1;
+position pd : script:python(rfn) { ns_decls(rfn, 1) and not ns_first(pd, rfn) };
+@@
+
+rfn@pd(...) {
 ++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
 ++ t1 v1;
   ...
 }
 
-@first2 depends on patch && !nodecls && decls2@
-identifier site.fn, decl.wait, decl.v1, decl.v2;
+@first2 depends on patch@
+identifier rw.rfn, decl.wait, decl.v1, decl.v2;
 type decl.t1, decl.t2;
 statement S;
+position pd : script:python(rfn) { ns_decls(rfn, 2) };
 @@
 
-fn(...) {
+rfn@pd(...) {
 + DEFINE_WAIT_FUNC(wait, woken_wake_function);
 + t1 v1;
 + t2 v2;
@@ -680,12 +730,19 @@ fn(...) {
   ...
 }
 
-@depends on patch && !nodecls && decls2 && !first2@
-identifier site.fn, decl.wait, decl.v1, decl.v2;
-type decl.t1, decl.t2;
+@script:python@
+pd << first2.pd;
 @@
 
-fn(...) {
+ns_first_done.add(pd[0].current_element)
+
+@depends on patch@
+identifier rw.rfn, decl.wait, decl.v1, decl.v2;
+type decl.t1, decl.t2;
+position pd : script:python(rfn) { ns_decls(rfn, 2) and not ns_first(pd, rfn) };
+@@
+
+rfn@pd(...) {
 ++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
 ++ t1 v1;
 ++ t2 v2;

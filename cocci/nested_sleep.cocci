@@ -15,10 +15,12 @@
 ///
 //# Run on its own, by the kernel's "make coccicheck", this rule only knows the
 //# sleeping primitives listed in its initializer (generated from
-//# cocci/sleep_info.json): it finds a primitive called directly in the
-//# condition or window, not one reached through a helper.  nestsleep's
-//# driver (scripts/nestsleep/) adds the whole-tree knowledge: helpers in
-//# other files, static inlines, macros and ops-table function pointers.
+//# cocci/sleep_info.json) and reaches what locks/call_kern.cocci reaches: a
+//# primitive called directly in the condition or window, or through a
+//# function defined in the same file (one level).  nestsleep's driver
+//# (scripts/nestsleep/) adds the whole-tree knowledge: helpers in other
+//# files, deeper chains, static inlines, macros and ops-table function
+//# pointers.
 //#
 //# False positives arise when the sleeping path cannot run while the state is
 //# set (flag-dependent sleeps), when a helper restores TASK_RUNNING itself
@@ -46,14 +48,26 @@
 //# functions, but a mutex scoped_guard() written directly in a wait window
 //# is then not seen; one in a helper is.
 //#
-//# This rule has no patch mode of its own: the rewrite needs the wakers,
-//# which may live in other files.  nestsleep's "make coccicheck MODE=patch"
-//# (scripts/nestsleep/fix/fixer.py) rewrites the sites this rule finds.  Its patches may be
-//# wrong in the same ways the kernel's locks/call_kern.cocci fix may be: a
-//# converted set_current_state() loop relies on a search for the thread's
-//# wake_up_process() wakers, which does not see wake_q_add(), timers or
-//# wakers in other directories; an exclusive wait converted to
-//# add_wait_queue_exclusive() may swallow a wakeup when it leaves on a signal.
+//# MODE=patch alone rewrites a wait_event*() site into the wait_woken() form
+//# (a copy of cocci/fix_wait_event.cocci's rules) only when, from the file
+//# alone, its task cannot be woken through a stored task pointer: the wait
+//# is in no thread function and in no function that stores current or a
+//# task pointer, and the file calls no wake_up_process(), wake_up_state()
+//# or wake_q_add().  wait_woken() is reliably woken only through its queue:
+//# a wake_up_process() that lands while the rewritten loop tests its
+//# condition is lost.  Wakers outside the file are not checked: a task
+//# pointer stored by a caller in another file, timers and wakers in other
+//# files can still lose a wakeup after the rewrite.  Every other site is
+//# listed as an INFO line with the reason, and so are the prepare_to_wait()
+//# and set_current_state() loops, which need the whole tree's wakers:
+//# nestsleep's "make coccicheck MODE=patch" (scripts/nestsleep/fix/fixer.py)
+//# rewrites those, with the wakers it finds in the whole tree.  Both may be
+//# wrong in the same ways the kernel's locks/call_kern.cocci fix may be; an
+//# exclusive wait converted to add_wait_queue_exclusive() may swallow a
+//# wakeup when it leaves on a signal, so one that tests a signal is left
+//# alone.  Alone, an unbraced if arm that held the wait gets braces, its
+//# other arm does not, and a second wait of a function (or of another form
+//# in the file) is rewritten by a second run.
 // Confidence: Moderate
 // Copyright: (C) 2026 The nestsleep developers.
 // URL: https://coccinelle.gitlabpages.inria.fr/website
@@ -64,11 +78,16 @@
 virtual context
 virtual org
 virtual report
+virtual patch
+// fix_wait_event.cocci's brace balancing, which its driver asks for; alone
+// it is never defined, and spatch braces only the arm that held the wait
+virtual balance
 
 @initialize:python@
 @@
 import json
 import os
+import re
 
 # BEGIN GENERATED from cocci/sleep_info.json by python3 -m nestsleep gen-builtin; do not edit
 NS_SLEEPERS = {
@@ -491,6 +510,22 @@ NS_SETTERS = [
     'prepare_to_wait', 'prepare_to_wait_exclusive', 'prepare_to_wait_event',
 ]
 NS_THREAD_EXIT = ('rwsem', 'warns')
+NS_FIX_WAITERS = {
+    'wait_event': ('TASK_UNINTERRUPTIBLE', None, False, False, False, 'void'),
+    'wait_event_cmd': ('TASK_UNINTERRUPTIBLE', None, False, False, True, 'void'),
+    'wait_event_freezable': ('TASK_INTERRUPTIBLE | TASK_FREEZABLE', 'signal_pending(current)', False, False, False, 'int'),
+    'wait_event_freezable_timeout': ('TASK_INTERRUPTIBLE | TASK_FREEZABLE', 'signal_pending(current)', True, False, False, 'long'),
+    'wait_event_idle': ('TASK_IDLE', None, False, False, False, 'void'),
+    'wait_event_idle_exclusive': ('TASK_IDLE', None, False, True, False, 'void'),
+    'wait_event_idle_exclusive_timeout': ('TASK_IDLE', None, True, True, False, 'long'),
+    'wait_event_idle_timeout': ('TASK_IDLE', None, True, False, False, 'long'),
+    'wait_event_interruptible': ('TASK_INTERRUPTIBLE', 'signal_pending(current)', False, False, False, 'int'),
+    'wait_event_interruptible_timeout': ('TASK_INTERRUPTIBLE', 'signal_pending(current)', True, False, False, 'long'),
+    'wait_event_killable': ('TASK_KILLABLE', 'fatal_signal_pending(current)', False, False, False, 'int'),
+    'wait_event_killable_timeout': ('TASK_KILLABLE', 'fatal_signal_pending(current)', True, False, False, 'long'),
+    'wait_event_state': (None, 'signal_pending_state', False, False, False, 'int'),
+    'wait_event_timeout': ('TASK_UNINTERRUPTIBLE', None, True, False, False, 'long'),
+}
 # END GENERATED
 
 NS_RAW = os.environ.get("NESTSLEEP_RAW", "") not in ("", "0")
@@ -531,14 +566,263 @@ if os.environ.get("NESTSLEEP_CARRIERS"):
 
 coccinelle.ns_recs = []
 coccinelle.ns_modes = []
+coccinelle.ns_info = []
+
+# ---------------------------------------------------------------------------
+# Patch mode alone: which wait_event*() sites the copied rules of
+# cocci/fix_wait_event.cocci rewrite (ns_pick(), once per file), and the
+# functions those rules call.  A site is rewritten only when, from the file
+# alone, its task cannot be woken through a stored task pointer: its
+# function is no thread function and stores no task pointer, and the file
+# calls no wake_up_process()/wake_up_state()/wake_q_add().  Wakers in
+# other files are not seen.
+
+NS_SITES = {}
+NS_NAMES = {}
+ns_wakers = []      # (file, line, waker)
+ns_stores = {}      # (file, function) -> line
+ns_recs_seen = [0]
+
+
+def ns_key(p):
+    return "%s:%s" % (p[0].line, p[0].column)
+
+
+def ns_site(p):
+    return ns_key(p) in NS_SITES
+
+
+def ns_form(p, key, form):
+    s = NS_SITES.get(ns_key(p))
+    return s is not None and s["form"] == form and \
+        "L%s_C%s" % (p[0].line, p[0].column) == str(key)
+
+
+def ns_names(fn):
+    return NS_NAMES.get(str(fn), {})
+
+
+def ns_decls(fn, k):
+    names = ns_names(fn)
+    return not names.get("nodecls") and len(names.get("decls") or []) == k
+
+
+ns_first_done = set()
+
+
+def ns_first(p, fn):
+    return str(fn) in ns_first_done
+
+
+def ns_call_args(text, i):
+    # [(start, end)] of the arguments of the call whose '(' is at i, and
+    # the index of its ')'; None when unbalanced
+    depth, out, s, q = 0, [], i + 1, None
+    j = i
+    while j < len(text):
+        c = text[j]
+        if q:
+            if c == "\\":
+                j += 1
+            elif c == q:
+                q = None
+        elif c in "\"'":
+            q = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                out.append((s, j))
+                return out, j
+        elif c == "," and depth == 1:
+            out.append((s, j))
+            s = j + 1
+        j += 1
+    return None
+
+
+def ns_pick_one(r, text, lines, idents):
+    # the site's spec, or raise ValueError(reason)
+    w = r["site"]
+    if r["shape"] != "wait_event":
+        raise ValueError("only wait_event*() sites are rewritten alone; nestsleep's driver rewrites "
+                         "%s loops" % ("set_current_state()" if r["shape"] != "prepare_to_wait" else "prepare_to_wait()"))
+    if r.get("locked"):
+        raise ValueError("the condition runs under a spinlock: a sleep in atomic context, which "
+                         "wait_woken() does not fix")
+    if w not in NS_FIX_WAITERS:
+        raise ValueError("%s() has no wait_woken() rewrite" % w)
+    st, sig, timeout, excl, cmd, value = NS_FIX_WAITERS[w]
+    off = sum(len(l) for l in lines[:r["line"] - 1]) + r["col"]
+    if not text.startswith(w, off):
+        raise ValueError("the source at the site is not %s()" % w)
+    po = text.find("(", off + len(w))
+    got = ns_call_args(text, po) if po >= 0 else None
+    if got is None:
+        raise ValueError("cannot read the arguments of %s()" % w)
+    args = [text[a:b].strip() for a, b in got[0]]
+    pc = got[1]
+    cond = args[NS_WAITERS[w][0]] if NS_WAITERS[w][0] < len(args) else ""
+    if "({" in cond or re.search(r"[^=!<>+\-*/%&|^]=[^=]", cond):
+        raise ValueError("the condition assigns or is a statement expression; nestsleep's driver "
+                         "rewrites it")
+    if "/*" in text[po:pc] or "//" in text[po:pc] or "#" in text[po:pc]:
+        raise ValueError("a comment or directive inside the macro arguments")
+    if cmd and len(args) != 4:
+        raise ValueError("%s() does not have 4 arguments" % w)
+    if st is None:
+        if len(args) < 3:
+            raise ValueError("%s() has no state argument" % w)
+        st = args[2]
+        sig = "signal_pending_state(%s, current)" % st
+    ls = text.rfind("\n", 0, off) + 1
+    before = re.sub(r"\s+", "", text[ls:off])
+    after = re.sub(r"\s+", "", text[pc + 1:pc + 40])
+    le = text.find("\n", pc)
+    use = None
+    if before == "" and after.startswith(";"):
+        use = "discard"
+    elif before == "return" and after.startswith(";"):
+        use = "return"
+    elif re.match(r"^[A-Za-z_][\w.>\-\[\]]*=$", before) and before[-2:-1] not in "=!<>+-*/%&|^" \
+            and after.startswith(";"):
+        use = "assign"
+    elif before in ("if(", "if(!") and after.startswith(")"):
+        use = "if"
+    elif before == "if(" and after.startswith("<0)") and sig:
+        use = "if"
+    if use is None:
+        raise ValueError("the value of %s() is used inside an expression or an unusual statement" % w)
+    rest = text[text.find(";" if use != "if" else ")", pc + 1) + 1:le if le >= 0 else len(text)]
+    if use != "if" and rest.strip():
+        raise ValueError("the wait shares its line with other code")
+    fo = text.rfind("\n{", 0, off)
+    head = text[max(text.rfind("\n}", 0, fo), text.rfind(";", 0, fo), 0):fo] if fo >= 0 else ""
+    if re.search(r"\bpoll_table\s*\*", head):
+        raise ValueError("the wait is inside a ->poll() method, which must not block at all")
+    need = use != "discard" and value != "void"
+    form = "cmd" if cmd else ("signal_" if sig else "") + ("timeout" if timeout else "")
+    form = form.rstrip("_") or ("signal" if sig else "plain")
+    q = args[0]
+    m = re.match(r"^\*\s*([A-Za-z_]\w*(?:(?:->|\.)[A-Za-z_]\w*)*)$", q)
+    if m:
+        q = m.group(1)
+    elif re.match(r"^[A-Za-z_]\w*(?:\s*(?:->|\.)\s*[A-Za-z_]\w*|\[[^\]]*\])*$", q):
+        q = "&" + re.sub(r"\s+", "", q)
+    else:
+        q = "&(%s)" % q
+    return {"form": form, "queue": q, "state": st, "test": sig,
+            "add": "add_wait_queue_exclusive" if excl else "add_wait_queue",
+            "need": need and form == "signal" or form in ("timeout", "signal_timeout")}
+
+
+def ns_pick_name(taken, choices):
+    for c in choices:
+        if c not in taken:
+            return c
+    k = 2
+    while "%s%d" % (choices[0], k) in taken:
+        k += 1
+    return "%s%d" % (choices[0], k)
+
+
+def ns_pick():
+    # once per file, after the matching rules: choose the sites of this
+    # file that the copied fix_wait_event.cocci rules rewrite
+    NS_SITES.clear()
+    NS_NAMES.clear()
+    ns_first_done.clear()
+    new = coccinelle.ns_recs[ns_recs_seen[0]:]
+    ns_recs_seen[0] = len(coccinelle.ns_recs)
+    sites = {}
+    for r in new:
+        if r["shape"] in ("before_schedule", "later", "function"):
+            continue
+        k = (r["file"], r["line"], r["col"], r["colend"])
+        if k not in sites or (r["cline"], r["ccol"]) < (sites[k]["cline"], sites[k]["ccol"]):
+            sites[k] = r
+    if not sites:
+        return
+    path = next(iter(sites))[0]
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape", newline="") as fp:
+            text = fp.read()
+    except OSError as e:
+        text = ""
+    lines = text.splitlines(True)
+    idents = set(re.findall(r"[A-Za-z_]\w*", text))
+    wk = sorted((l, w) for (f, l, w) in ns_wakers if f == path)
+    chosen = {}
+    first = None
+    for k in sorted(sites):
+        r = sites[k]
+        fn = r["func"]
+        try:
+            spec = ns_pick_one(r, text, lines, idents)
+            if fn in ns_threads_here:
+                raise ValueError("%s() is a thread function: a wake_up_process() of its task, "
+                                 "kthread_stop() or others, would be lost" % fn)
+            if (path, fn) in ns_stores:
+                raise ValueError("%s() stores a task pointer (line %d): a wake_up_process() through it "
+                                 "would be lost" % (fn, ns_stores[(path, fn)]))
+            if wk:
+                raise ValueError("the file wakes tasks directly (%s() on line %d)" % (wk[0][1], wk[0][0]))
+            if fn in chosen or (first is not None and (spec["form"], spec["need"]) != first):
+                raise ValueError("another wait of this file is rewritten in this run; run MODE=patch "
+                                 "again on the result")
+        except ValueError as e:
+            coccinelle.ns_info.append("%s:%s:%s-%s: INFO: nested sleep not rewritten: %s" % (
+                k[0], k[1], k[2], k[3], e))
+            continue
+        first = (spec["form"], spec["need"])
+        chosen[fn] = spec
+        NS_SITES["%d:%d" % (k[1], k[2])] = spec
+    if not chosen:
+        return
+    names = {"wait": ns_pick_name(idents, ["wait", "wait_entry", "woken_wait"]), "decls": []}
+    form, need = first
+    if form == "signal" and need:
+        names["ret"] = ns_pick_name(idents, ["ret", "err", "wait_ret"])
+        names["decls"].append(["int", names["ret"]])
+    if form in ("timeout", "signal_timeout"):
+        names["tmo"] = ns_pick_name(idents, ["timeout", "remaining", "tmo"])
+        names["decls"].append(["long", names["tmo"]])
+    for fn in chosen:
+        NS_NAMES[fn] = names
 
 def ns_is_waiter(w):
     return w in NS_WAITERS
 
+# Alone (no knowledge injected by the driver), the rule follows one level
+# of calls, as locks/call_kern.cocci does: a function defined in the file
+# being read that calls a known primitive is taken to sleep (rule nshelp).
+NS_ALONE = not NS_RAW and NS_KEEP is None and NS_WINDOW is None
+# (file, helper) -> [(line, col, primitive, group, effect)]
+ns_helpers = {}
+ns_helper_names = set()
+
 def ns_window(f):
     if NS_WINDOW is not None:
         return f in NS_WINDOW
-    return f in NS_SLEEPERS or f in NS_GFP_ARG
+    return f in NS_SLEEPERS or f in NS_GFP_ARG or f in ns_helper_names
+
+def ns_alone_prim(f):
+    return NS_ALONE and (f in NS_SLEEPERS or f in NS_GFP_ARG) and \
+        f not in NS_RESTORE and f not in NS_SETTERS and f not in NS_NOT_SLEEPING
+
+def ns_helper(shape, p0, f, p):
+    # (chain, group, effect) when f is a sleeping helper of p's file
+    if not NS_ALONE or f == p0.current_element:
+        return None
+    hs = sorted(ns_helpers.get((p.file, f), []))
+    if shape != "wait_event":
+        # a window's own sleep: a helper that only schedules is the
+        # sleep the window was opened for
+        hs = [h for h in hs if h[3] != "schedule"]
+    if not hs:
+        return None
+    return ("%s -> %s" % (f, hs[0][2]), hs[0][3], hs[0][4])
 
 def ns_is_carrier(g):
     return g in NS_CARRIERS
@@ -609,12 +893,44 @@ def ns_record(shape, site, p0, f, p, al, kind, base, extra):
         b = None if kind != "call" else ns_builtin(f, al)
         if shape == "thread_exit":
             b = NS_THREAD_EXIT
+        if b is None and kind == "call":
+            h = ns_helper(shape, p0, f, p)
+            if h is not None:
+                rec["chain"] = h[0]
+                b = h[1:]
         keep = b is not None
         if keep:
             rec["group"], rec["effect"] = b
     if keep and NS_KEEP is None:
         coccinelle.ns_recs.append(rec)
     return keep
+
+// ---------------------------------------------------------------------------
+// Alone: the functions of this file that call a known primitive (one
+// level, as locks/call_kern.cocci).  A call to one of them is taken to
+// sleep.  The driver gives the whole tree's chains instead.
+
+@nshelp@
+identifier f : script:python() { ns_alone_prim(f) };
+expression list al;
+position p;
+@@
+
+f@p(al)
+
+@script:python@
+f << nshelp.f;
+al << nshelp.al;
+p << nshelp.p;
+@@
+fn = p[0].current_element
+b = ns_builtin(f, str(al))
+if b is not None:
+    h = ns_helpers.setdefault((p[0].file, fn), [])
+    e = (int(p[0].line), int(p[0].column), f, b[0], b[1])
+    if e not in h:
+        h.append(e)
+    ns_helper_names.add(fn)
 
 // ---------------------------------------------------------------------------
 // Sites the kernel annotated as checked: sched_annotate_sleep() in the
@@ -926,6 +1242,717 @@ if NS_RAW:
     ns_progress(p[0].file)
 
 // ---------------------------------------------------------------------------
+// Patch mode alone: the direct wakers of the file and the functions that
+// store a task pointer (ns_pick() refuses their sites), then the rewrite
+// rules of cocci/fix_wait_event.cocci.  The driver runs fix_wait_event.cocci
+// itself, with the whole tree's wakers (scripts/nestsleep/fix/).
+
+@nswake depends on patch@
+identifier wk = {wake_up_process, wake_up_state, wake_q_add, wake_q_add_safe};
+position p;
+@@
+
+wk@p(...)
+
+@script:python@
+wk << nswake.wk;
+p << nswake.p;
+@@
+ns_wakers.append((p[0].file, int(p[0].line), wk))
+
+@nsstore depends on patch@
+identifier fn;
+symbol current;
+expression E;
+struct task_struct *T;
+position p;
+@@
+
+fn(...) { <+... \( E@p = current \| E@p = get_current() \| E@p = T \| get_task_struct@p(...) \) ...+> }
+
+@script:python@
+fn << nsstore.fn;
+p << nsstore.p;
+@@
+k = (p[0].file, fn)
+ns_stores[k] = min(ns_stores.get(k, 1 << 30), int(p[0].line))
+
+@nsdeclstore depends on patch@
+identifier fn, x;
+symbol current;
+type T;
+position p;
+@@
+
+fn(...) { <+... T x@p = \(current\|get_current()\); ...+> }
+
+@script:python@
+fn << nsdeclstore.fn;
+p << nsdeclstore.p;
+@@
+k = (p[0].file, fn)
+ns_stores[k] = min(ns_stores.get(k, 1 << 30), int(p[0].line))
+
+@script:python depends on patch@
+@@
+ns_pick()
+
+// BEGIN COPY of the rules after '// BEGIN SHARED' in cocci/fix_wait_event.cocci, by python3 -m nestsleep gen-builtin; do not edit
+
+// The sites and their function.
+
+@site depends on patch@
+identifier fn, we;
+expression list es;
+position p : script:python() { ns_site(p) };
+@@
+
+fn(...) { <+... we@p(es) ...+> }
+
+// The names, chosen by the driver.  One set per function.
+
+@script:python names@
+fn << site.fn;
+wait;
+ret;
+tmo;
+@@
+
+names = ns_names(fn)
+coccinelle.wait = cocci.make_ident(names.get("wait", "wait"))
+coccinelle.ret = cocci.make_ident(names.get("ret", "ret"))
+coccinelle.tmo = cocci.make_ident(names.get("tmo", "timeout"))
+
+// The queue, state and signal test of each site.
+
+@script:python args@
+p << site.p;
+key;
+add;
+q;
+st;
+test;
+@@
+
+s = NS_SITES[ns_key(p)]
+coccinelle.key = cocci.make_ident("L%s_C%s" % (p[0].line, p[0].column))
+coccinelle.add = cocci.make_ident(s.get("add", "add_wait_queue"))
+coccinelle.q = cocci.make_expr(s["queue"])
+coccinelle.st = cocci.make_expr(s["state"])
+coccinelle.test = cocci.make_expr(s.get("test") or "0")
+
+// No signal, no timeout, no value: wait_event(), wait_event_idle(), a
+// discarded wait_event_freezable().
+
+@depends on patch@
+expression E, cond;
+identifier we;
+identifier names.wait;
+expression args.q, args.st;
+identifier args.key, args.add;
+position p : script:python(key) { ns_form(p, key, "plain") };
+@@
+
+- we@p(E, cond);
++ add(q, &wait);
++ while (!cond)
++ 	wait_woken(&wait, st, MAX_SCHEDULE_TIMEOUT);
++ remove_wait_queue(q, &wait);
+
+// wait_event_cmd(): cmd1 before each sleep, cmd2 after it.
+
+@depends on patch@
+expression E, cond, cmd1, cmd2;
+identifier we;
+identifier names.wait;
+expression args.q, args.st;
+identifier args.key, args.add;
+position p : script:python(key) { ns_form(p, key, "cmd") };
+@@
+
+- we@p(E, cond, cmd1, cmd2);
++ add(q, &wait);
++ while (!cond) {
++ 	cmd1;
++ 	wait_woken(&wait, st, MAX_SCHEDULE_TIMEOUT);
++ 	cmd2;
++ }
++ remove_wait_queue(q, &wait);
+
+// A signal ends the wait with -ERESTARTSYS: the _interruptible,
+// _killable, _freezable and _state waits.
+
+@depends on patch@
+expression E, cond, lv;
+expression list[n] rest;
+identifier we;
+statement S1, S2;
+identifier names.wait, names.ret;
+expression args.q, args.st, args.test;
+identifier args.key, args.add;
+position p : script:python(key) { ns_form(p, key, "signal") };
+@@
+
+(
+- we@p(E, cond, rest);
++ add(q, &wait);
++ while (!cond) {
++ 	if (test)
++ 		break;
++ 	wait_woken(&wait, st, MAX_SCHEDULE_TIMEOUT);
++ }
++ remove_wait_queue(q, &wait);
+|
+- ret = we@p(E, cond, rest);
++ ret = 0;
++ add(q, &wait);
++ while (!cond) {
++ 	if (test) {
++ 		ret = -ERESTARTSYS;
++ 		break;
++ 	}
++ 	wait_woken(&wait, st, MAX_SCHEDULE_TIMEOUT);
++ }
++ remove_wait_queue(q, &wait);
+|
+- lv = we@p(E, cond, rest);
++ ret = 0;
++ add(q, &wait);
++ while (!cond) {
++ 	if (test) {
++ 		ret = -ERESTARTSYS;
++ 		break;
++ 	}
++ 	wait_woken(&wait, st, MAX_SCHEDULE_TIMEOUT);
++ }
++ remove_wait_queue(q, &wait);
++ lv = ret;
+|
+- return we@p(E, cond, rest);
++ ret = 0;
++ add(q, &wait);
++ while (!cond) {
++ 	if (test) {
++ 		ret = -ERESTARTSYS;
++ 		break;
++ 	}
++ 	wait_woken(&wait, st, MAX_SCHEDULE_TIMEOUT);
++ }
++ remove_wait_queue(q, &wait);
++ return ret;
+|
++ ret = 0;
++ add(q, &wait);
++ while (!cond) {
++ 	if (test) {
++ 		ret = -ERESTARTSYS;
++ 		break;
++ 	}
++ 	wait_woken(&wait, st, MAX_SCHEDULE_TIMEOUT);
++ }
++ remove_wait_queue(q, &wait);
+  if (
+(
+- we@p(E, cond, rest)
++ ret
+|
+  !
+- we@p(E, cond, rest)
++ ret
+|
+- we@p(E, cond, rest)
++ ret
+  < 0
+)
+  ) S1 else S2
+|
++ ret = 0;
++ add(q, &wait);
++ while (!cond) {
++ 	if (test) {
++ 		ret = -ERESTARTSYS;
++ 		break;
++ 	}
++ 	wait_woken(&wait, st, MAX_SCHEDULE_TIMEOUT);
++ }
++ remove_wait_queue(q, &wait);
+  if (
+(
+- we@p(E, cond, rest)
++ ret
+|
+  !
+- we@p(E, cond, rest)
++ ret
+|
+- we@p(E, cond, rest)
++ ret
+  < 0
+)
+  ) S1
+)
+
+// A timeout, no signal: the _timeout and _idle_timeout waits.  The
+// remaining jiffies go through wait_woken(), as ___wait_event() passes
+// them through schedule_timeout().
+
+@depends on patch@
+expression E, cond, to, lv;
+identifier we;
+statement S1, S2;
+identifier names.wait, names.tmo;
+expression args.q, args.st;
+identifier args.key, args.add;
+position p : script:python(key) { ns_form(p, key, "timeout") };
+@@
+
+(
+- we@p(E, cond, to);
++ tmo = to;
++ add(q, &wait);
++ while (!cond) {
++ 	if (!tmo)
++ 		break;
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
+|
+- tmo = we@p(E, cond, to);
++ tmo = to;
++ add(q, &wait);
++ while (1) {
++ 	if (cond) {
++ 		if (!tmo)
++ 			tmo = 1;
++ 		break;
++ 	}
++ 	if (!tmo)
++ 		break;
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
+|
+- lv = we@p(E, cond, to);
++ tmo = to;
++ add(q, &wait);
++ while (1) {
++ 	if (cond) {
++ 		if (!tmo)
++ 			tmo = 1;
++ 		break;
++ 	}
++ 	if (!tmo)
++ 		break;
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
++ lv = tmo;
+|
+- return we@p(E, cond, to);
++ tmo = to;
++ add(q, &wait);
++ while (1) {
++ 	if (cond) {
++ 		if (!tmo)
++ 			tmo = 1;
++ 		break;
++ 	}
++ 	if (!tmo)
++ 		break;
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
++ return tmo;
+|
++ tmo = to;
++ add(q, &wait);
++ while (1) {
++ 	if (cond) {
++ 		if (!tmo)
++ 			tmo = 1;
++ 		break;
++ 	}
++ 	if (!tmo)
++ 		break;
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
+  if (
+(
+- we@p(E, cond, to)
++ tmo
+|
+  !
+- we@p(E, cond, to)
++ tmo
+)
+  ) S1 else S2
+|
++ tmo = to;
++ add(q, &wait);
++ while (1) {
++ 	if (cond) {
++ 		if (!tmo)
++ 			tmo = 1;
++ 		break;
++ 	}
++ 	if (!tmo)
++ 		break;
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
+  if (
+(
+- we@p(E, cond, to)
++ tmo
+|
+  !
+- we@p(E, cond, to)
++ tmo
+)
+  ) S1
+)
+
+// A timeout and a signal: the _interruptible_timeout, _killable_timeout
+// and _freezable_timeout waits.
+
+@depends on patch@
+expression E, cond, to, lv;
+identifier we;
+statement S1, S2;
+identifier names.wait, names.tmo;
+expression args.q, args.st, args.test;
+identifier args.key, args.add;
+position p : script:python(key) { ns_form(p, key, "signal_timeout") };
+@@
+
+(
+- we@p(E, cond, to);
++ tmo = to;
++ add(q, &wait);
++ while (!cond) {
++ 	if (!tmo)
++ 		break;
++ 	if (test)
++ 		break;
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
+|
+- tmo = we@p(E, cond, to);
++ tmo = to;
++ add(q, &wait);
++ while (1) {
++ 	if (cond) {
++ 		if (!tmo)
++ 			tmo = 1;
++ 		break;
++ 	}
++ 	if (!tmo)
++ 		break;
++ 	if (test) {
++ 		tmo = -ERESTARTSYS;
++ 		break;
++ 	}
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
+|
+- lv = we@p(E, cond, to);
++ tmo = to;
++ add(q, &wait);
++ while (1) {
++ 	if (cond) {
++ 		if (!tmo)
++ 			tmo = 1;
++ 		break;
++ 	}
++ 	if (!tmo)
++ 		break;
++ 	if (test) {
++ 		tmo = -ERESTARTSYS;
++ 		break;
++ 	}
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
++ lv = tmo;
+|
+- return we@p(E, cond, to);
++ tmo = to;
++ add(q, &wait);
++ while (1) {
++ 	if (cond) {
++ 		if (!tmo)
++ 			tmo = 1;
++ 		break;
++ 	}
++ 	if (!tmo)
++ 		break;
++ 	if (test) {
++ 		tmo = -ERESTARTSYS;
++ 		break;
++ 	}
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
++ return tmo;
+|
++ tmo = to;
++ add(q, &wait);
++ while (1) {
++ 	if (cond) {
++ 		if (!tmo)
++ 			tmo = 1;
++ 		break;
++ 	}
++ 	if (!tmo)
++ 		break;
++ 	if (test) {
++ 		tmo = -ERESTARTSYS;
++ 		break;
++ 	}
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
+  if (
+(
+- we@p(E, cond, to)
++ tmo
+|
+  !
+- we@p(E, cond, to)
++ tmo
+|
+- we@p(E, cond, to)
++ tmo
+  < 0
+)
+  ) S1 else S2
+|
++ tmo = to;
++ add(q, &wait);
++ while (1) {
++ 	if (cond) {
++ 		if (!tmo)
++ 			tmo = 1;
++ 		break;
++ 	}
++ 	if (!tmo)
++ 		break;
++ 	if (test) {
++ 		tmo = -ERESTARTSYS;
++ 		break;
++ 	}
++ 	tmo = wait_woken(&wait, st, tmo);
++ }
++ remove_wait_queue(q, &wait);
+  if (
+(
+- we@p(E, cond, to)
++ tmo
+|
+  !
+- we@p(E, cond, to)
++ tmo
+|
+- we@p(E, cond, to)
++ tmo
+  < 0
+)
+  ) S1
+)
+
+// Braces on both arms (coding-style.rst: when one arm of an if needs
+// braces, both get them).  spatch braces the arm that held the wait; the
+// other arm of that if gets them here, unless it is an else if.  The
+// driver asks for it (-D balance) only when the wait was an unbraced arm:
+// an if that was unbalanced before is not restyled.
+
+@depends on patch && balance disable braces0, braces1, braces2, braces3, braces4@
+identifier site.fn;
+identifier names.wait;
+expression args.q;
+expression C;
+statement S1;
+position pb : script:python(fn) { pb[0].current_element == str(fn) };
+@@
+
+(
+  if@pb (C) { ... } else { ... }
+|
+  if@pb (C)
+- S1
+- else
++ {
++ S1
++ } else
+  {
+  ...
+  remove_wait_queue(q, &wait);
+  ...
+  }
+)
+
+@depends on patch && balance disable braces0, braces1, braces2, braces3, braces4@
+identifier site.fn;
+identifier names.wait;
+expression args.q;
+expression C, C2;
+statement S2, S3, S4;
+position pb : script:python(fn) { pb[0].current_element == str(fn) };
+@@
+
+(
+  if@pb (C) { ... } else { ... }
+|
+  if@pb (C) { ... } else if (C2) S3 else S4
+|
+  if@pb (C) { ... } else if (C2) S3
+|
+  if@pb (C) {
+  ...
+  remove_wait_queue(q, &wait);
+  ...
+  } else
+- S2
++ {
++ S2
++ }
+)
+
+// The functions the rules above rewrote: a site whose statement context
+// no rule matched gets no declarations either.
+
+@rw depends on patch@
+identifier site.fn, names.wait;
+identifier rfn : script:python(fn) { str(rfn) == str(fn) };
+expression E;
+@@
+
+rfn(...) { <+... remove_wait_queue(E, &wait); ...+> }
+
+// The declarations, at the top of the function: the wait entry, and the
+// variable that carries the wait's value when one is needed.  A blank
+// line follows them when the function's first line is not a declaration.
+
+@script:python decl@
+fn << rw.rfn;
+wait;
+t1;
+v1;
+t2;
+v2;
+@@
+
+names = ns_names(fn)
+ds = (names.get("decls") or []) + [["int", "unused"]] * 2
+coccinelle.wait = cocci.make_ident(names.get("wait", "wait"))
+coccinelle.t1 = cocci.make_type(ds[0][0])
+coccinelle.v1 = cocci.make_ident(ds[0][1])
+coccinelle.t2 = cocci.make_type(ds[1][0])
+coccinelle.v2 = cocci.make_ident(ds[1][1])
+
+@first0 depends on patch@
+identifier rw.rfn, decl.wait;
+statement S;
+position pd : script:python(rfn) { ns_decls(rfn, 0) };
+@@
+
+rfn@pd(...) {
++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
++
+  S
+  ...
+}
+
+@script:python@
+pd << first0.pd;
+@@
+
+ns_first_done.add(pd[0].current_element)
+
+@depends on patch@
+identifier rw.rfn, decl.wait;
+position pd : script:python(rfn) { ns_decls(rfn, 0) and not ns_first(pd, rfn) };
+@@
+
+rfn@pd(...) {
+++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
+  ...
+}
+
+@first1 depends on patch@
+identifier rw.rfn, decl.wait, decl.v1;
+type decl.t1;
+statement S;
+position pd : script:python(rfn) { ns_decls(rfn, 1) };
+@@
+
+rfn@pd(...) {
++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
++ t1 v1;
++
+  S
+  ...
+}
+
+@script:python@
+pd << first1.pd;
+@@
+
+ns_first_done.add(pd[0].current_element)
+
+@depends on patch@
+identifier rw.rfn, decl.wait, decl.v1;
+type decl.t1;
+position pd : script:python(rfn) { ns_decls(rfn, 1) and not ns_first(pd, rfn) };
+@@
+
+rfn@pd(...) {
+++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
+++ t1 v1;
+  ...
+}
+
+@first2 depends on patch@
+identifier rw.rfn, decl.wait, decl.v1, decl.v2;
+type decl.t1, decl.t2;
+statement S;
+position pd : script:python(rfn) { ns_decls(rfn, 2) };
+@@
+
+rfn@pd(...) {
++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
++ t1 v1;
++ t2 v2;
++
+  S
+  ...
+}
+
+@script:python@
+pd << first2.pd;
+@@
+
+ns_first_done.add(pd[0].current_element)
+
+@depends on patch@
+identifier rw.rfn, decl.wait, decl.v1, decl.v2;
+type decl.t1, decl.t2;
+position pd : script:python(rfn) { ns_decls(rfn, 2) and not ns_first(pd, rfn) };
+@@
+
+rfn@pd(...) {
+++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
+++ t1 v1;
+++ t2 v2;
+  ...
+}
+
+// END COPY
+
+// ---------------------------------------------------------------------------
 // Output: one line per wait site, its sleep paths grouped.
 
 @script:python depends on report@
@@ -939,10 +1966,13 @@ coccinelle.ns_modes.append("org")
 @finalize:python@
 recs << merge.ns_recs;
 modes << merge.ns_modes;
+infos << merge.ns_info;
 @@
 import json as ns_json
 ns_all = [r for part in recs for r in part]
 ns_mode = set(m for part in modes for m in part)
+for line in sorted(set(l for part in infos for l in part)):
+    print(line)
 if NS_RAW:
     for r in ns_all:
         print("NESTSLEEP " + ns_json.dumps(r, sort_keys=True))
@@ -957,7 +1987,7 @@ elif ns_mode:
         first = rs[0]
         paths = []
         for r in rs:
-            c = "%s (%s)" % (r["call"], r["effect"] == "warns" and "warns" or "resets the task state silently")
+            c = "%s (%s)" % (r.get("chain", r["call"]), r["effect"] == "warns" and "warns" or "resets the task state silently")
             if c not in paths:
                 paths.append(c)
         if first["shape"] == "wait_event":

@@ -33,6 +33,7 @@ known failure (not a pass); one that passes counts as failed until renamed.
 """
 
 import argparse
+import difflib
 import glob
 import importlib.util
 import json
@@ -347,36 +348,90 @@ def _flatten(s):
 
 
 def standalone_fixtures(res, only):
-	"""The rule alone, run by the kernel's own 'make coccicheck' (M=external dir)."""
-	for exp in sorted(glob.glob(os.path.join(TOP, "fixtures", "standalone", "*.report"))):
-		name = "standalone/" + os.path.basename(exp)[:-len(".report")]
-		if only and only not in name:
-			continue
-		t = time.time()
-		if not os.path.isfile(os.path.join(KTREE, "Makefile")):
-			res.add(name, False, 0, "no kernel tree at %s (run make setup)" % KTREE)
-			continue
-		tmp = tempfile.mkdtemp(prefix="nestsleep-sa-")
-		try:
-			shutil.copy(exp[:-len(".report")] + ".c", tmp)
-			cmd = ["make", "-s", "-C", KTREE, "coccicheck", "COCCI=" + os.path.join(TOP, "cocci", "nested_sleep.cocci"),
-			       "MODE=report", "M=" + tmp, "J=1"]
-			proc = subprocess.run(cmd, capture_output=True, text=True, timeout=FIXTURE_TIMEOUT)
+	"""The rule alone, run by the kernel's own 'make coccicheck' (M=external
+	dir).  NAME.report: MODE=report's lines.  NAME.patch and NAME.refused:
+	MODE=patch's diff (paths a/NAME.c, b/NAME.c; none when the file is
+	missing, and it must apply) and its INFO lines (none when missing)."""
+	d = os.path.join(TOP, "fixtures", "standalone")
+	bases = sorted(set(os.path.splitext(x)[0] for x in os.listdir(d)
+			   if x.endswith((".report", ".patch", ".refused"))))
+	for base in bases:
+		for mode, kind in (("report", "report"), ("patch", "patch")):
+			exps = [os.path.join(d, base + "." + e) for e in (("report",) if mode == "report" else ("patch", "refused"))]
+			if not any(os.path.isfile(e) for e in exps):
+				continue
+			name = "standalone/%s%s" % (base, "" if mode == "report" else "/patch")
+			if only and only not in name:
+				continue
+			standalone_one(res, name, os.path.join(d, base + ".c"), mode)
+
+
+def standalone_one(res, name, src, mode):
+	t = time.time()
+	if not os.path.isfile(os.path.join(KTREE, "Makefile")):
+		res.add(name, False, 0, "no kernel tree at %s (run make setup)" % KTREE)
+		return
+	tmp = tempfile.mkdtemp(prefix="nestsleep-sa-")
+	try:
+		shutil.copy(src, tmp)
+		base = os.path.basename(src)
+		cmd = ["make", "-s", "-C", KTREE, "coccicheck", "COCCI=" + os.path.join(TOP, "cocci", "nested_sleep.cocci"),
+		       "MODE=" + mode, "M=" + tmp, "J=1"]
+		proc = subprocess.run(cmd, capture_output=True, text=True, timeout=FIXTURE_TIMEOUT)
+		detail = "exit %d\n" % proc.returncode if proc.returncode else ""
+
+		def expected(ext):
+			p = src[:-2] + "." + ext
+			if not os.path.isfile(p):
+				return []
+			with open(p) as f:
+				return [l.rstrip("\n") for l in f if l.strip()]
+
+		def compare(got, want, what):
+			out = "".join("missing %s: %s\n" % (what, l) for l in want if l not in got)
+			out += "".join("unexpected %s: %s\n" % (what, l) for l in got if l not in want)
+			if not out and got != want:
+				out = "%s out of order\n" % what
+			return out
+		if mode == "report":
 			got = sorted(l[len(tmp) + 1:] for l in proc.stdout.splitlines() if l.startswith(tmp + "/"))
-			with open(exp) as f:
-				want = sorted(l.rstrip("\n") for l in f if l.strip())
-			ok = proc.returncode == 0 and got == want
-			detail = ""
-			if not ok:
-				detail = "exit %d\n" % proc.returncode
-				detail += "".join("missing: %s\n" % l for l in want if l not in got)
-				detail += "".join("unexpected: %s\n" % l for l in got if l not in want)
-				detail += proc.stderr[-1500:]
-			res.add(name, ok, time.time() - t, detail)
-		except subprocess.TimeoutExpired:
-			res.add(name, False, time.time() - t, "timed out")
-		finally:
-			shutil.rmtree(tmp, ignore_errors=True)
+			detail += compare(got, sorted(expected("report")), "line")
+		else:
+			lines = proc.stdout.splitlines()
+			info = sorted(l[len(tmp) + 1:] for l in lines if l.startswith(tmp + "/") and ": INFO: " in l)
+			# spatch's diff, its file headers made a/NAME.c and b/NAME.c
+			diff, head = [], 0
+			for l in lines:
+				if l.startswith("diff -u -p "):
+					head = 2
+					continue
+				if head == 2 and l.startswith("--- "):
+					l, head = "--- a/" + base, 1
+				elif head == 1 and l.startswith("+++ "):
+					l, head = "+++ b/" + base, 0
+				elif l.startswith(tmp + "/") or not diff:
+					continue
+				diff.append(l)
+			detail += compare(info, sorted(expected("refused")), "INFO line")
+			want = expected("patch")
+			if [l for l in diff if l.strip()] != want:
+				detail += "diff differs:\n" + "\n".join(difflib.unified_diff(want, diff, "expected", "got",
+											   lineterm=""))[:3000] + "\n"
+			if diff:
+				with open(os.path.join(tmp, "fix.diff"), "w") as f:
+					f.write("\n".join(diff) + "\n")
+				ap = subprocess.run(["patch", "-p1", "--dry-run", "-d", tmp, "-i", os.path.join(tmp, "fix.diff")],
+						    capture_output=True, text=True)
+				if ap.returncode:
+					detail += "the diff does not apply: %s\n" % (ap.stdout + ap.stderr)[-500:]
+		ok = not detail
+		if not ok:
+			detail += proc.stderr[-1500:]
+		res.add(name, ok, time.time() - t, detail)
+	except subprocess.TimeoutExpired:
+		res.add(name, False, time.time() - t, "timed out")
+	finally:
+		shutil.rmtree(tmp, ignore_errors=True)
 
 
 def findings_in(tree, files, timeout):

@@ -3,6 +3,7 @@
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -34,6 +35,46 @@ class KnowledgeTest(unittest.TestCase):
 		with open(os.path.join(TOP, "cocci", "nested_sleep.cocci")) as f:
 			text = f.read()
 		self.assertIn(gen_builtin.render(self.kn.info), text)
+
+	def test_shared_fix_rules_copied(self):
+		"""nested_sleep.cocci's patch mode alone runs a copy of
+		fix_wait_event.cocci's rules after '// BEGIN SHARED', and a stale
+		copy is what gen-builtin --check reports."""
+		with open(os.path.join(TOP, "cocci", "nested_sleep.cocci")) as f:
+			text = f.read()
+		shared = gen_builtin.shared_rules()
+		self.assertIn("@site depends on patch@", shared)
+		b = text.index(gen_builtin.COPY_BEGIN) + len(gen_builtin.COPY_BEGIN)
+		e = text.index(gen_builtin.COPY_END, b)
+		self.assertEqual(text[b:e].strip("\n"), shared.strip("\n"))
+		stale = gen_builtin.regenerate(text, self.kn.info, shared=shared + "\n// changed\n")
+		self.assertNotEqual(stale, text)
+		self.assertEqual(gen_builtin.regenerate(text, self.kn.info), text)
+		# every virtual the copied rules depend on is declared
+		for v in set(re.findall(r"depends on ([^@]*)@", shared)):
+			for name in re.findall(r"[A-Za-z_]\w*", v):
+				if name in ("disable",) or name.startswith(("braces", "first")):
+					continue
+				self.assertRegex(text, r"(?m)^virtual %s$|^@%s\b" % (name, name), name)
+
+	def test_fix_waiters(self):
+		"""The waiters the rule rewrites alone, as fixer.py's refusals
+		leave them."""
+		fw = gen_builtin.fix_waiters(self.kn.info)
+		table = self.kn.info["waiters"]["table"]
+		self.assertEqual(fw["wait_event_interruptible"][:3], ("TASK_INTERRUPTIBLE", "signal_pending(current)", False))
+		self.assertTrue(fw["wait_event_timeout"][2])
+		self.assertIsNone(fw["wait_event_state"][0])
+		self.assertTrue(fw["wait_event_cmd"][4])
+		for name in fw:
+			w = table[name]
+			self.assertEqual(w["family"], "wait_event", name)
+			self.assertFalse(w["locked"], name)
+			self.assertNotEqual(w["timeout"], "ktime", name)
+			self.assertFalse(w["exclusive"] and fw[name][1], name)
+		for name in ("io_wait_event", "wait_event_lock_irq", "wait_event_interruptible_exclusive",
+			     "swait_event_exclusive", "wait_event_hrtimeout", "wait_event_exclusive_cmd"):
+			self.assertNotIn(name, fw)
 
 	def test_every_group_has_reason_and_effect(self):
 		for g in self.kn.info["groups"]:

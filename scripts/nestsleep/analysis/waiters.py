@@ -108,7 +108,10 @@ def specialize_rule(src, dst, waiters, carriers, window, threads=(), run_true=()
 	with open(src) as f:
 		text = f.read()
 	subs = {"ns_is_waiter": rx(waiters), "ns_is_carrier": rx(carriers), "ns_window": rx(window),
-		"ns_is_thread": rx(threads), "ns_runs_on_true": rx(run_true)}
+		"ns_is_thread": rx(threads), "ns_runs_on_true": rx(run_true),
+		# the rule's same-file helper search (nshelp) serves it alone;
+		# the driver's whole-tree chains replace it
+		"ns_alone_prim": rx(())}
 	text = re.sub(r"identifier (\w+) : script:python\(\) \{ (ns_\w+)\(\w+\) \};",
 		      lambda m: 'identifier %s =~ "%s";' % (m.group(1), subs[m.group(2)]), text)
 	with open(dst, "w") as f:

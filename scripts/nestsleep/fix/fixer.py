@@ -1200,13 +1200,13 @@ class Fixer:
 		text = ft.t
 		order = sorted(sites.items(), key=lambda kv: -kv[1]["pos"])
 		for i, (k, s) in enumerate(order):
-			spec = {"names": names, "sites": {k: dict({x: s[x] for x in ("form", "queue", "state", "test")},
-								  add="add_wait_queue_exclusive" if s["exclusive"]
-								  else "add_wait_queue")}}
+			# the declarations ("decls") go in with the last run only
+			spec = {"names": dict(names, nodecls=i < len(order) - 1),
+				"sites": {k: dict({x: s[x] for x in ("form", "queue", "state", "test")},
+						  add="add_wait_queue_exclusive" if s["exclusive"]
+						  else "add_wait_queue")}}
 			env = {"NESTSLEEP_SITES": json.dumps(spec)}
-			extra = ["-D", "decls%d" % len(decls)] if decls else []
-			if i < len(order) - 1:
-				extra += ["-D", "nodecls"]
+			extra = []
 			if s["body"]:
 				extra += ["-D", "balance"]
 			new = self.spatch_text(text, os.path.basename(rel), WAIT_EVENT_RULE, env, extra)
