@@ -102,7 +102,9 @@ position p : script:python() { ns_sched(p) };
 )
 
 // "body": the setters of the state go (the driver checked that every
-// one of the function is in the loop, or right before it).
+// one of the function is in the loop, or right before it), and so do
+// the restores of TASK_RUNNING: once the loop sets no state, the
+// function runs in TASK_RUNNING throughout (wait_woken() returns in it).
 
 @depends on patch@
 expression args.st;
@@ -113,6 +115,10 @@ position p : script:python() { ns_here(p, "body") };
 - set_current_state@p(st);
 |
 - __set_current_state@p(st);
+|
+- set_current_state@p(TASK_RUNNING);
+|
+- __set_current_state@p(TASK_RUNNING);
 )
 
 // "wrap": the queue around the loop, by the loop's line.  A restore of

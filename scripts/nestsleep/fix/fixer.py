@@ -1732,8 +1732,19 @@ class Fixer:
 				raise Refuse("manual", "own queue: %s() in %s queues the thread on another wait queue "
 					     "(entry %s), and the thread's queue would be static to %s; forward it by "
 					     "hand" % (fn, r, ent, rel))
+		# the comments right above the setters, which spatch drops with them
+		comments = set()
+		for name, p, po, pc, st in setters:
+			k = t.count("\n", 0, p) - 1
+			lines = t.split("\n")
+			if k >= 0 and lines[k].strip().endswith("*/"):
+				while k >= 0 and "/*" not in lines[k]:
+					comments.add(k)
+					k -= 1
+				comments.add(k)
 		u.own = {"func": func, "entry": entry, "queue": q, "state": state, "sched": sched,
-			 "loop": t.count("\n", 0, lstart) + 1, "loop_at": lstart, "qname": qname}
+			 "loop": t.count("\n", 0, lstart) + 1, "loop_at": lstart, "qname": qname,
+			 "comments": sorted(comments)}
 		u.reasons.append("the thread waits on no wait queue: it gets one of its own (%s, as the Bluetooth "
 				 "hidp fix 5da8e47d849d did), and the %s() loop becomes a wait_woken() loop on it"
 				 % (qname, first[0]))
@@ -1741,7 +1752,7 @@ class Fixer:
 				 "stop_tested": bool(re.search(r"\bkthread_should_stop\s*\(", m[lstart:bc])),
 				 "span": (min(lstart, first[1]), bc), "own": True,
 				 "forwarded": [(r, fn, ent) for r, fn, ent, _, _, _ in forwards]}, u)
-		users = [o] + [w.s for w in [] ]
+		users = [o]
 		# Text: the forwarded entries live in other functions (the thread
 		# function), outside the rule's one function; their declaration
 		# and init_waitqueue_entry() are plain statements, and the wake
@@ -1750,17 +1761,28 @@ class Fixer:
 		# attach to.
 		if forwards:
 			interruptible = "INTERRUPTIBLE" in state and "UNINTERRUPTIBLE" not in state
+			names = set((r, fn, ent) for r, fn, ent, _, _, _ in forwards)
 			for r, fn, ent, kind, s0, e0 in forwards:
-				u.add(rel, Edit(s0, e0, "DEFINE_WAIT_FUNC(%s, %s);" % (ent, wfname)))
-				if kind == "init":
-					dv = re.compile(r"\b(?:wait_queue_entry_t|struct\s+wait_queue_entry)\s+%s\s*;"
-							% re.escape(ent))
-					span = self.rule.func_span(r, fn)
-					dm = dv.search(m, span[1], span[2])
-					if not dm:
-						raise Refuse("manual", "own queue: cannot find the declaration of the entry %s "
-							     "in %s()" % (ent, fn))
-					u.add(rel, Edit(dm.start(), dm.end(), "DEFINE_WAIT_FUNC(%s, %s);" % (ent, wfname)))
+				if kind == "declare":
+					u.add(rel, Edit(s0, e0, "DEFINE_WAIT_FUNC(%s, %s);" % (ent, wfname)))
+					continue
+				self.delete_stmt(ft, u, rel, line_start(t, s0), line_end(t, e0) + 1)
+				# its declaration, maybe shared with other entries
+				# (hidp: 'wait_queue_t ctrl_wait, intr_wait;')
+				span = self.rule.func_span(r, fn)
+				dv = re.compile(r"\b(?:wait_queue_entry_t|struct\s+wait_queue_entry)\s+"
+						r"((?:\w+\s*,\s*)*%s\s*(?:,\s*\w+\s*)*);" % re.escape(ent))
+				dm = dv.search(m, span[1], span[2])
+				if not dm:
+					raise Refuse("manual", "own queue: cannot find the declaration of the entry %s "
+						     "in %s()" % (ent, fn))
+				ents = [x.strip() for x in dm.group(1).split(",")]
+				if any((r, fn, x) not in names for x in ents):
+					raise Refuse("manual", "own queue: the entry %s of %s() shares its declaration with "
+						     "an entry that is not forwarded" % (ent, fn))
+				ind = indent_at(t, dm.start())
+				u.add(rel, Edit(dm.start(), dm.end(), ("\n" + ind).join(
+					"DEFINE_WAIT_FUNC(%s, %s);" % (x, wfname) for x in ents), key=("own-entry", dm.start())))
 			fns = sorted(set((self.rule.func_span(r, fn)[0], fn) for r, fn, _, _, _, _ in forwards))
 			at = self.top_start(ft, fns[0][0])
 			users.append(at)
@@ -1781,13 +1803,12 @@ class Fixer:
 		at = first_use
 		statics = [mm for mm in re.finditer(r"^static\s+(?:DECLARE|DEFINE)_\w+\([^;\n]*\);[ \t]*\n|"
 						    r"^static\s+LIST_HEAD\([^;\n]*\);[ \t]*\n", t[:first_use], re.M)]
-		if statics and not re.search(r"^\S[^\n]*\(", m[:statics[-1].start()][-1:] or ""):
+		if statics:
 			at = statics[-1].end()
 			text = "static DECLARE_WAIT_QUEUE_HEAD(%s);\n" % qname
 		else:
 			text = "static DECLARE_WAIT_QUEUE_HEAD(%s);\n\n" % qname
 		u.add(rel, Edit(at, at, text, key=("own-queue", qname)))
-		u.kind_own = True
 		u.caveats.append("own queue: %s is one queue for every instance of the thread; a wakeup of one "
 				 "instance also wakes the others, which test their condition and sleep again" % qname)
 		u.confidence = lower(u.confidence)
@@ -1813,7 +1834,7 @@ class Fixer:
 		with the loop's line as it is there."""
 		rel = u.rel
 		ft = self.text(rel)
-		spec = dict((k, v) for k, v in u.own.items() if k not in ("loop_at", "qname"))
+		spec = dict((k, v) for k, v in u.own.items() if k not in ("loop_at", "qname", "comments"))
 		name = os.path.basename(rel)
 		mid = self.spatch_text(ft.t, name, SCS_RULE, {"NESTSLEEP_SITES": json.dumps(dict(spec, **{"pass": "body"}))})
 		if mid is None or mid == ft.t:
@@ -1826,8 +1847,35 @@ class Fixer:
 		if new is None or new == mid or "add_wait_queue(%s, &%s);" % (u.own["queue"], u.own["entry"]) not in new:
 			raise Refuse("manual", "%s could not put the queue around the loop in this statement context"
 				     % os.path.basename(SCS_RULE))
-		for e in text_edits(ft.t, new):
+		for e in own_edits(ft.t, new, u.own["comments"]):
 			u.add(rel, e)
+
+def own_edits(old, new, comments):
+	"""text_edits(old, new) for fix_set_current_state.cocci's output, with
+	two text fixes (spatch 1.1.1 cannot be told to do either): the comment
+	right above a removed set_current_state() (lines 'comments' of old,
+	0-based) is put back, as hidp's fix kept its comment, and a blank line
+	left right after a '{' by a removed setter goes (checkpatch --strict:
+	"Blank lines aren't necessary after an open brace")."""
+	a = _LINES.findall(old)
+	b = _LINES.findall(new)
+	starts = [0]
+	for line in a:
+		starts.append(starts[-1] + len(line))
+	keep = set(comments)
+	out = []
+	for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+		if op == "equal":
+			continue
+		text = "".join(a[i] for i in range(i1, i2) if i in keep) + "".join(b[j1:j2])
+		e = i2
+		if not text and i1 > 0 and a[i1 - 1].rstrip().endswith("{") and i2 < len(a) and not a[i2].strip():
+			e = i2 + 1
+		elif not text.strip("\n") and text and i1 > 0 and a[i1 - 1].rstrip().endswith("{"):
+			text = ""
+		out.append(Edit(starts[i1], starts[e], text))
+	return out
+
 
 def retab_to(n):
 	"""Tabs, then spaces, that indent to column n."""
