@@ -28,13 +28,16 @@
 //# nestsleep's driver (scripts/nestsleep/fix/fixer.py, plan_own_queue())
 //# picks the loop, the names and the wakers, and passes them in
 //# NESTSLEEP_SITES (JSON): the function, the entry, the queue, the state,
-//# the "line:column" of each schedule() in the loop, the pass ("body" or
-//# "wrap") and, for "wrap", the line of the loop keyword.  spatch 1.1.1
-//# gives wrong positions to the rules that follow a change, so the rule
-//# runs twice: "body" rewrites the schedule() calls (by position, in its
-//# first rule) and drops the setters (by function); "wrap" declares the
-//# entry and puts add_wait_queue()/remove_wait_queue() around the loop
-//# (by position, in its first rule), in the file "body" wrote.  The static
+//# the "line:column" of each schedule() in the loop, the pass ("body",
+//# "wrap" or "decl"), the line of the loop keyword and the line of the
+//# function's last leading declaration (none: 0).  spatch 1.1.1 gives
+//# wrong positions to the rules that follow a change, so the rule runs
+//# two or three times, each on the file the last one wrote: "body"
+//# rewrites the schedule() calls (by position, in its first rule) and
+//# drops the setters (by function); "wrap" puts add_wait_queue() and
+//# remove_wait_queue() around the loop (by position, in its first rule)
+//# and declares the entry when the function has no declarations; "decl"
+//# declares it after the last declaration (by position).  The static
 //# queue head, the wakers in other functions and the forwarded entries
 //# are text edits of the driver (see plan_own_queue()).  A do ... while
 //# loop is not matched ("not supported" in spatch 1.1.1): the driver
@@ -46,8 +49,6 @@
 // Options: --no-includes --include-headers
 
 virtual patch
-virtual body
-virtual wrap
 
 @initialize:python@
 @@
@@ -67,6 +68,11 @@ def ns_here(p, what):
 	return bool(NS) and NS.get("pass") == what and p[0].current_element == NS["func"]
 
 
+def ns_decl(p):
+	return bool(NS) and NS.get("pass") == "decl" and p[0].current_element == NS["func"] and \
+		p[0].line == str(NS.get("decl"))
+
+
 def ns_loop(p):
 	return bool(NS) and NS.get("pass") == "wrap" and p[0].current_element == NS["func"] and \
 		p[0].line == str(NS["loop"])
@@ -78,7 +84,8 @@ q;
 st;
 @@
 
-coccinelle.fn = cocci.make_ident(NS.get("func", "nestsleep_no_function") if NS.get("pass") == "wrap"
+coccinelle.fn = cocci.make_ident(NS.get("func", "nestsleep_no_function")
+				  if NS.get("pass") == "decl" or (NS.get("pass") == "wrap" and not NS.get("decl"))
 				  else "nestsleep_no_function")
 coccinelle.entry = cocci.make_ident(NS.get("entry", "wait"))
 coccinelle.q = cocci.make_expr(NS.get("queue", "wq"))
@@ -163,24 +170,10 @@ position p : script:python() { ns_loop(p) };
 + remove_wait_queue(q, &entry);
 )
 
-// "wrap": the entry, after the function's last declaration, or with a
-// blank line of its own when the function has none.
+// "wrap": the entry, with a blank line of its own, when the function has
+// no declarations (else the "decl" pass places it).
 
-@decl depends on patch && wrapped@
-identifier args.entry, args.fn;
-declaration d;
-statement S;
-@@
-
-fn(...) {
-  ... when != S
-  d
-+ DEFINE_WAIT_FUNC(entry, woken_wake_function);
-  S
-  ...
-}
-
-@depends on patch && wrapped && !decl@
+@depends on patch && wrapped@
 identifier args.entry, args.fn;
 statement S;
 @@
@@ -188,6 +181,28 @@ statement S;
 fn(...) {
 + DEFINE_WAIT_FUNC(entry, woken_wake_function);
 +
+  S
+  ...
+}
+
+// "decl", a third pass when the function has declarations: the entry
+// after the last of them.  The driver gives its line: a rule cannot tell
+// the function's leading declarations from those of an inner block
+// without "when != S", which does not skip a declaration with an
+// initializer; and a rule that follows a change gets wrong positions, so
+// this cannot share a pass with "wrap".
+
+@decl depends on patch@
+identifier args.entry, args.fn;
+declaration d;
+statement S;
+position p : script:python() { ns_decl(p) };
+@@
+
+fn(...) {
+  ... when any
+  d@p
++ DEFINE_WAIT_FUNC(entry, woken_wake_function);
   S
   ...
 }

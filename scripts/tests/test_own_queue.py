@@ -108,6 +108,14 @@ static int h_thread(void *arg)
 		self.assertEqual(fix["helper_loop"]["status"], "patch", fix["helper_loop"]["reason"])
 		self.assertIn("DECLARE_WAIT_QUEUE_HEAD(h_thread_wq);", diff)
 
+	def test_entry_after_the_declarations(self):
+		# hidp_session_run(): several declarations, with initializers
+		src = HEAD + loop("d_thread").replace("{\n\tfor (;;) {", "{\n\tint *w = &work;\n\tint n = *w;\n"
+						       "\tint k;\n\n\tk = n;\n\tfor (;;) {") + starter("d_thread", "dt")
+		fix, diff = self.run_tree({"d.c": src})
+		self.assertEqual(fix["d_thread"]["status"], "patch", fix["d_thread"]["reason"])
+		self.assertIn(" \tint k;\n+\tDEFINE_WAIT_FUNC(wait, woken_wake_function);\n \n \tk = n;\n", diff)
+
 	def test_refusals(self):
 		src = HEAD
 		src += loop("park_thread", body="\t\tkthread_parkme();\n") + starter("park_thread", "pt")

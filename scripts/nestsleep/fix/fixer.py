@@ -1744,6 +1744,7 @@ class Fixer:
 				comments.add(k)
 		u.own = {"func": func, "entry": entry, "queue": q, "state": state, "sched": sched,
 			 "loop": t.count("\n", 0, lstart) + 1, "loop_at": lstart, "qname": qname,
+			 "decl": self.last_top_decl(ft, o, c),
 			 "comments": sorted(comments)}
 		u.reasons.append("the thread waits on no wait queue: it gets one of its own (%s, as the Bluetooth "
 				 "hidp fix 5da8e47d849d did), and the %s() loop becomes a wait_woken() loop on it"
@@ -1813,6 +1814,28 @@ class Fixer:
 				 "instance also wakes the others, which test their condition and sleep again" % qname)
 		u.confidence = lower(u.confidence)
 
+	def last_top_decl(self, ft, o, c):
+		"""The line of the last of the declarations that open the body
+		m[o:c] (a statement at a time, at the body's own level), or 0."""
+		t, m = ft.t, ft.m
+		j = o + 1
+		line = 0
+		while True:
+			j = next_nonspace(m, j)
+			if j >= c or m[j] in "{}":
+				return line
+			k, depth = j, 0
+			while k < c and not (m[k] == ";" and depth == 0):
+				if m[k] in "([{":
+					depth += 1
+				elif m[k] in ")]}":
+					depth -= 1
+				k += 1
+			if k >= c or not is_decl_line(" ".join(m[j:k + 1].split())):
+				return line
+			line = t.count("\n", 0, j) + 1
+			j = k + 1
+
 	def top_start(self, ft, pos):
 		"""Where a file-scope item can be inserted before the function whose
 		definition starts at pos: after the previous top-level item and
@@ -1847,6 +1870,14 @@ class Fixer:
 		if new is None or new == mid or "add_wait_queue(%s, &%s);" % (u.own["queue"], u.own["entry"]) not in new:
 			raise Refuse("manual", "%s could not put the queue around the loop in this statement context"
 				     % os.path.basename(SCS_RULE))
+		if spec["decl"]:
+			# the leading declarations are above the loop: the earlier
+			# passes did not move them
+			last = self.spatch_text(new, name, SCS_RULE, {"NESTSLEEP_SITES": json.dumps(dict(spec, **{
+				"pass": "decl"}))})
+			new = new if last is None else last
+		if "DEFINE_WAIT_FUNC(%s, woken_wake_function);" % u.own["entry"] not in new:
+			raise Refuse("manual", "%s could not declare the wait entry" % os.path.basename(SCS_RULE))
 		for e in own_edits(ft.t, new, u.own["comments"]):
 			u.add(rel, e)
 
