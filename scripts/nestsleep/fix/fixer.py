@@ -1787,10 +1787,10 @@ class Fixer:
 			fns = sorted(set((self.rule.func_span(r, fn)[0], fn) for r, fn, _, _, _, _ in forwards))
 			at = self.top_start(ft, fns[0][0])
 			users.append(at)
-			u.add(rel, Edit(at, at, "static int %s(struct wait_queue_entry *wait,\n%sunsigned int mode, "
-					"int sync, void *key)\n{\n\t%s(%s);\n\treturn 0;\n}\n\n" % (
-						wfname, retab_to(len("static int %s(" % wfname)),
-						"wake_up_interruptible" if interruptible else "wake_up", q),
+			sig = wrap_call("", "static int " + wfname, ["struct wait_queue_entry *wait", "unsigned int mode",
+								      "int sync", "void *key"], tail="")
+			u.add(rel, Edit(at, at, "%s\n{\n\t%s(%s);\n\treturn 0;\n}\n\n" % (
+				"\n".join(sig), "wake_up_interruptible" if interruptible else "wake_up", q),
 					key=("own-wakefn", wfname)))
 			u.reasons.append("the entries the thread queues on other wait queues (%s) forward their wakeups "
 					 "to %s through %s(), so that woken_wake_function() sees them" % (
@@ -1906,11 +1906,6 @@ def own_edits(old, new, comments):
 			text = ""
 		out.append(Edit(starts[i1], starts[e], text))
 	return out
-
-
-def retab_to(n):
-	"""Tabs, then spaces, that indent to column n."""
-	return "\t" * (n // 8) + " " * (n % 8)
 
 
 def wrap_long(old, new):
