@@ -111,7 +111,8 @@ position p : script:python() { ns_sched(p) };
 // "body": the setters of the state go (the driver checked that every
 // one of the function is in the loop, or right before it), and so do
 // the restores of TASK_RUNNING: once the loop sets no state, the
-// function runs in TASK_RUNNING throughout (wait_woken() returns in it).
+// function runs in TASK_RUNNING throughout (wait_woken() returns in it),
+// unless something else in it sets a state ("restores": false).
 
 @depends on patch@
 expression args.st;
@@ -122,7 +123,13 @@ position p : script:python() { ns_here(p, "body") };
 - set_current_state@p(st);
 |
 - __set_current_state@p(st);
-|
+)
+
+@depends on patch@
+position p : script:python() { ns_here(p, "body") and NS.get("restores") };
+@@
+
+(
 - set_current_state@p(TASK_RUNNING);
 |
 - __set_current_state@p(TASK_RUNNING);

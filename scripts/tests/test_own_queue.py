@@ -116,6 +116,22 @@ static int h_thread(void *arg)
 		self.assertEqual(fix["d_thread"]["status"], "patch", fix["d_thread"]["reason"])
 		self.assertIn(" \tint k;\n+\tDEFINE_WAIT_FUNC(wait, woken_wake_function);\n \n \tk = n;\n", diff)
 
+	def test_one_queue_per_thread(self):
+		# two loops of one thread: each unit is a patch of its own, and
+		# both would declare <thread>_wq
+		src = HEAD + loop("loop_a") + loop("loop_b") + """
+static int two_thread(void *arg)
+{
+	loop_a(arg);
+	return loop_b(arg);
+}
+""" + starter("two_thread", "tw")
+		fix, diff = self.run_tree({"two.c": src})
+		st = sorted((fix[f]["status"], fix[f]["reason"]) for f in ("loop_a", "loop_b"))
+		self.assertEqual([x[0] for x in st], ["manual", "patch"], st)
+		self.assertIn("already gets its queue", st[0][1])
+		self.assertEqual(diff.count("DECLARE_WAIT_QUEUE_HEAD(two_thread_wq)"), 1, diff)
+
 	def test_refusals(self):
 		src = HEAD
 		src += loop("park_thread", body="\t\tkthread_parkme();\n") + starter("park_thread", "pt")

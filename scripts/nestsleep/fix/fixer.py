@@ -600,6 +600,7 @@ class Fixer:
 		self.files = {}
 		self.table = kn.waiters
 		self.rule = None
+		self.own_threads = {}   # (file, thread) -> the function given its own queue
 		if tree is not None and facts is not None:
 			from nestsleep.fix import wakers
 			self.rule = wakers.WakerRule(self, kn)
@@ -1720,6 +1721,12 @@ class Fixer:
 		th = self.rule.thread_of(rel, func)
 		thread = sorted(e[1] for e in th.entries if e[0] == rel)[0] if any(
 			e[0] == rel for e in th.entries) else func
+		# one queue per thread and file: each unit is a patch of its own,
+		# and two would each declare it
+		own = self.own_threads
+		if own.get((rel, thread), func) != func:
+			raise Refuse("manual", "own queue: %s(), another loop of the thread %s(), already gets its queue; "
+				     "convert both loops together by hand" % (own[(rel, thread)], thread))
 		taken_file = idents(m)
 		qname = pick_name(taken_file, ["%s_wq" % thread])
 		wfname = pick_name(taken_file, ["%s_wake_function" % thread])
@@ -1745,6 +1752,10 @@ class Fixer:
 		u.own = {"func": func, "entry": entry, "queue": q, "state": state, "sched": sched,
 			 "loop": t.count("\n", 0, lstart) + 1, "loop_at": lstart, "qname": qname,
 			 "decl": self.last_top_decl(ft, o, c),
+			 # the restores of TASK_RUNNING go only when nothing else in
+			 # the function sets a state
+			 "restores": not re.search(r"\b(?:%s|set_special_state)\s*\(" % "|".join(
+				 sorted(self.kn.words.prepare)), m[o:c]),
 			 "comments": sorted(comments)}
 		u.reasons.append("the thread waits on no wait queue: it gets one of its own (%s, as the Bluetooth "
 				 "hidp fix 5da8e47d849d did), and the %s() loop becomes a wait_woken() loop on it"
@@ -1812,6 +1823,7 @@ class Fixer:
 		u.add(rel, Edit(at, at, text, key=("own-queue", qname)))
 		u.caveats.append("own queue: %s is one queue for every instance of the thread; a wakeup of one "
 				 "instance also wakes the others, which test their condition and sleep again" % qname)
+		own[(rel, thread)] = func
 		u.confidence = lower(u.confidence)
 
 	def last_top_decl(self, ft, o, c):
