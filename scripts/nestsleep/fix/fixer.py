@@ -1758,7 +1758,7 @@ class Fixer:
 				 sorted(self.kn.words.prepare)), m[o:c]),
 			 "comments": sorted(comments)}
 		u.reasons.append("the thread waits on no wait queue: it gets one of its own (%s, as the Bluetooth "
-				 "hidp fix 5da8e47d849d did), and the %s() loop becomes a wait_woken() loop on it"
+				 "hidp fix did), and the %s() loop becomes a wait_woken() loop on it"
 				 % (qname, first[0]))
 		self.rule.check({"rel": rel, "func": func, "queue": q, "state": state,
 				 "stop_tested": bool(re.search(r"\bkthread_should_stop\s*\(", m[lstart:bc])),
