@@ -176,3 +176,32 @@ int nst_kthread_park(void *arg)
 	}
 	return 0;
 }
+
+/*
+ * The hidp shape (seed 005, before 5da8e47d849d): a set_current_state()
+ * loop on no wait queue, woken by wake_up_process(k->ownq_task) from
+ * nst_kwake_ownq() below.
+ */
+int nst_kthread_ownq(void *arg)
+{
+	struct nst_kctx *k = arg;
+
+	for (;;) {
+		set_current_state(TASK_UNINTERRUPTIBLE);
+		if (kthread_should_stop())
+			break;
+		if (nst_reached(&k->ctx)) {
+			__set_current_state(TASK_RUNNING);
+			nst_kround_done(k);
+			continue;
+		}
+		schedule();
+	}
+	__set_current_state(TASK_RUNNING);
+	return 0;
+}
+
+void nst_kwake_ownq(struct nst_kctx *k)
+{
+	wake_up_process(k->ownq_task);
+}

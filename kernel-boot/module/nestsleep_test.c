@@ -674,7 +674,7 @@ static enum nst_verdict nst_case_stress(const struct nst_case *c)
  * waker then wakes again, up to 10 times, so that the case fails instead of
  * hanging.
  */
-enum { K_GLOBAL, K_MEMBER, K_COPY, K_ESCAPE, K_PARK };
+enum { K_GLOBAL, K_MEMBER, K_COPY, K_ESCAPE, K_PARK, K_OWNQ };
 
 struct task_struct *nst_kglobal_task;
 
@@ -720,6 +720,9 @@ static void nst_kwake(struct nst_kctx *k, int where)
 	case K_PARK:
 		wake_up_process(k->park_task);
 		break;
+	case K_OWNQ:
+		nst_kwake_ownq(k);
+		break;
 	}
 }
 
@@ -742,6 +745,9 @@ static bool nst_kstart(struct nst_kctx *k, int where)
 	case K_PARK:
 		k->park_task = kthread_run(nst_kthread_park, k, "nst/kpark");
 		return !IS_ERR(k->park_task);
+	case K_OWNQ:
+		k->ownq_task = kthread_run(nst_kthread_ownq, k, "nst/kownq");
+		return !IS_ERR(k->ownq_task);
 	}
 	return false;
 }
@@ -764,6 +770,9 @@ static void nst_kstop(struct nst_kctx *k, int where)
 		break;
 	case K_PARK:
 		kthread_stop(k->park_task);
+		break;
+	case K_OWNQ:
+		kthread_stop(k->ownq_task);
 		break;
 	}
 }
@@ -856,6 +865,7 @@ static const struct nst_case nst_cases[] = {
 	{ "kthread_copy", nst_case_kthread, K_COPY, 0, 1, "nst_kthread_copy" },
 	{ "kthread_escape", nst_case_kthread, K_ESCAPE, 0, 1, "nst_kthread_escape" },
 	{ "kthread_park", nst_case_kthread, K_PARK, 0, 1, "nst_kthread_park" },
+	{ "kthread_ownq", nst_case_kthread, K_OWNQ, 0, 1, "nst_kthread_ownq" },
 };
 
 /* ---- selection, KTAP, and the module parameters ------------------------ */

@@ -30,8 +30,11 @@ struct nst_ctx {
  * itself, and the runner wakes it through a task pointer kept in one of the
  * places where nestsleep's waker rule must find it: a global, a struct
  * member, a member the waker copies with READ_ONCE(), a pointer that
- * escapes through nst_kstash() (the rule must refuse), and a thread that is
- * also parked (refused on a kernel whose wait_woken() ignores parking).
+ * escapes through nst_kstash() (the rule must refuse), a thread that is
+ * also parked (refused on a kernel whose wait_woken() ignores parking), and
+ * a set_current_state() loop on no wait queue, woken by before.c's
+ * nst_kwake_ownq() (MODE=patch gives it a queue of its own, as hidp's fix
+ * 5da8e47d849d did; its waker must be in its own file).
  */
 struct nst_kctx {
 	struct nst_ctx ctx;		/* lock, wq, seq, target, evals */
@@ -41,6 +44,7 @@ struct nst_kctx {
 	struct task_struct *copy_task;	/* the local-copy case */
 	struct task_struct *stash;	/* the escape case, set by nst_kstash() */
 	struct task_struct *park_task;	/* the park case */
+	struct task_struct *ownq_task;	/* the own-queue case */
 };
 
 extern struct task_struct *nst_kglobal_task;	/* the global case */
@@ -56,6 +60,8 @@ int nst_kthread_member(void *arg);
 int nst_kthread_copy(void *arg);
 int nst_kthread_escape(void *arg);
 int nst_kthread_park(void *arg);
+int nst_kthread_ownq(void *arg);
+void nst_kwake_ownq(struct nst_kctx *k);
 
 /* One function per wait variant.  Each one is rewritten as a unit. */
 void nst_wait_event(struct nst_ctx *ctx);

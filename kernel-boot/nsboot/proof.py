@@ -44,7 +44,7 @@ SEMANTICS = ('timeout_expires', 'interruptible_timeout_expires', 'timeout_remain
 SPLAT = 'do not call blocking ops'
 # the waker rule's cases: patched with the waker converted, or refused with
 # the reason (a phrase of it)
-KTHREAD_PATCHED = ('kthread_global', 'kthread_member', 'kthread_copy')
+KTHREAD_PATCHED = ('kthread_global', 'kthread_member', 'kthread_copy', 'kthread_ownq')
 KTHREAD_REFUSED = {'kthread_escape': 'nst_kstash()'}
 KTHREAD_EITHER = {'kthread_park': 'kthread_park()'}
 
@@ -192,7 +192,7 @@ def lost_of(t: dict) -> str:
 
 
 def compare_kthreads(der: dict, tb: Dict[str, dict], ta: Dict[str, dict], bsplats: list) -> List[Tuple[str, bool, str]]:
-	"""The waker rule's five kthread cases: each warns before; the patched
+	"""The waker rule's six kthread cases: each warns before; the patched
 	ones lose no wakeup and do not warn after; the refused ones are left
 	alone with their reason, and still lose none."""
 	checks: List[Tuple[str, bool, str]] = []

@@ -198,7 +198,9 @@ class SeriesTest(unittest.TestCase):
 		self.assertEqual(man["signoff"], "")
 		patches = [p for s in man["series"] for p in s["patches"]]
 		units = sorted(p["unit"] for p in patches)
-		self.assertEqual(units, ["core.c:copied_thread", "core.c:sess_read", "core.c:sess_thread"])
+		# lone_thread() waits on no queue: it gets one of its own (issue 15 item 3)
+		self.assertEqual(units, ["core.c:copied_thread", "core.c:lone_thread", "core.c:sess_read",
+					 "core.c:sess_thread"])
 		thread = [p for p in patches if p["unit"] == "core.c:sess_thread"][0]
 		self.assertEqual(sorted(thread["files"]), ["capi.c", "core.c"])
 		self.assertEqual(thread["kconfig"], ["CONFIG_SESS"])
@@ -206,7 +208,8 @@ class SeriesTest(unittest.TestCase):
 		text = read(os.path.join(out, thread["patch"])).split("\n---\n")[0].replace("\n  ", " ")
 		self.assertIn("The wakers in sess_reset(), sess_stop() are converted", text)
 		self.assertEqual(thread["test_status"], "not tested")
-		self.assertEqual(len(man["report_only"]), 1)
+		# lone_thread(), the one left unfixed before the own-queue form
+		self.assertEqual(len(man["report_only"]), 0)
 		for s in man["series"]:
 			self.assertTrue(os.path.isfile(os.path.join(out, s["cover"])))
 			cover = read(os.path.join(out, s["cover"]))

@@ -50,6 +50,7 @@ from nestsleep.analysis.match import cocci_options
 RESTORE_RULE = os.path.join(COCCI_DIR, "restore_after_loop.cocci")
 WAIT_EVENT_RULE = os.path.join(COCCI_DIR, "fix_wait_event.cocci")
 PREPARE_RULE = os.path.join(COCCI_DIR, "fix_prepare_to_wait.cocci")
+SCS_RULE = os.path.join(COCCI_DIR, "fix_set_current_state.cocci")
 MACRO_HINTS = os.path.join(COCCI_DIR, "nestsleep.macros.h")
 
 MAX_COLS = 80
@@ -531,6 +532,7 @@ class Unit:
 		self.includes = set()
 		self.text_sites = 0    # sites rewritten by plan_wait_event_text()
 		self.ptw = None        # the loop for fix_prepare_to_wait.cocci
+		self.own = None        # the loop for fix_set_current_state.cocci (own queue)
 
 	def add(self, rel, edit):
 		self.edits.setdefault(rel, []).append(edit)
@@ -598,6 +600,7 @@ class Fixer:
 		self.files = {}
 		self.table = kn.waiters
 		self.rule = None
+		self.own_threads = {}   # (file, thread) -> the function given its own queue
 		if tree is not None and facts is not None:
 			from nestsleep.fix import wakers
 			self.rule = wakers.WakerRule(self, kn)
@@ -775,6 +778,8 @@ class Fixer:
 			self.rewrite_wait_events(u)
 		if u.ptw:
 			self.rewrite_prepare_to_wait(u)
+		if u.own:
+			self.rewrite_own_queue(u)
 		for rel, edits in u.edits.items():
 			edits.sort(key=Edit.order)
 			uniq = []
@@ -1589,9 +1594,8 @@ class Fixer:
 			raise Refuse("manual", "unusual task state %s" % state)
 		adds = self.calls_in(ft, o, c, ["add_wait_queue", "add_wait_queue_exclusive"])
 		if not adds:
-			raise Refuse("manual", "the thread waits on no wait queue, so there is nothing for "
-				     "wait_woken() to be woken through; give it a wait queue of its own and convert "
-				     "its wakers by hand (as the Bluetooth hidp fix 5da8e47d849d did)")
+			self.plan_own_queue(f, u, setters, state)
+			return
 		qa = [flat(t, m, x, y) for x, y in split_top(m, adds[0][2] + 1, adds[0][3])]
 		if len(adds) > 1 or len(qa) != 2 or not qa[1].startswith("&"):
 			raise Refuse("manual", "the thread is on several wait queues")
@@ -1654,6 +1658,267 @@ class Fixer:
 		self.wakers(u, rel, f["function"], q, state, bool(re.search(r"\bkthread_should_stop\s*\(",
 									   m[min(lstart, ls0):bc])), (min(lstart, ls0), bc))
 		u.confidence = lower(u.confidence)
+
+	# -- set_current_state loops of a thread on no queue: a queue of its own --
+
+	def plan_own_queue(self, f, u, setters, state):
+		"""The set_current_state() loop of a thread that waits on no wait
+		queue gets a queue of its own (Bluetooth hidp, 5da8e47d849d):
+		static DECLARE_WAIT_QUEUE_HEAD(<thread>_wq), wait_woken() in the
+		loop, every wake_up_process() of the thread -> wake_up*() of the
+		queue, and entries the thread queues on other wait queues with
+		init_waitqueue_entry(&e, current) forwarded to it by
+		<thread>_wake_function().  The loop edit is
+		cocci/fix_set_current_state.cocci (rewrite_own_queue()); this picks
+		the loop, the names and the wakers, or refuses."""
+		rel, ft, t, m, o, c = self.loop_site(f)
+		func = f["function"]
+		first = setters[0]
+		loop = self.loop_of(ft, first[1])
+		self.statement(ft, first[1], first[3], first[0])
+		if loop:
+			lstart, bo, bc = loop
+		else:
+			lstart = next_nonspace(m, first[3] + 2)
+			if not re.match(r"(for|while|do)\b", m[lstart:lstart + 6]):
+				raise Refuse("manual", "%s() is neither at the top of a loop nor right before one" % first[0])
+			bo = m.find("{", lstart)
+			bc = match_close(m, bo) if bo >= 0 else -1
+			if bc < 0:
+				raise Refuse("manual", "the loop has no braces")
+		if re.match(r"do\b", m[lstart:lstart + 3]):
+			raise Refuse("manual", "own queue: the loop is a do ... while loop, which spatch 1.1.1 does not "
+				     "match (\"not supported\"); give the thread a wait queue of its own by hand")
+		if t[line_start(t, lstart):lstart].strip():
+			raise Refuse("manual", "the loop statement shares its line with other code")
+		for name, p, po, pc, st in setters[1:]:
+			if not (bo < p < bc) and p != first[1]:
+				raise Refuse("manual", "%s(%s) outside the wait loop" % (name, st))
+			if p > bo:
+				before = m[open_block(m, p) + 1:p]
+				if not re.search(r"\bschedule(?:_timeout)?\s*\([^;]*\)\s*;\s*$", before):
+					raise Refuse("manual", "%s() in the middle of the loop, not right after schedule()"
+						     % name)
+			self.statement(ft, p, pc, name)
+		body = m[bo:bc]
+		# an inner sleep that replaces the pending one by design
+		if re.search(r"\bkthread_parkme\s*\(", body):
+			raise Refuse("manual", "own queue: the loop parks the thread with kthread_parkme(), whose sleep "
+				     "replaces the pending one by design and which only kthread_unpark()'s direct "
+				     "wakeup ends; a queue of its own would not change that")
+		lastsched = max([mm.start() for mm in re.finditer(r"\bschedule(?:_timeout)?\s*\(", body)] or [-1])
+		for mm in re.finditer(r"\b(msleep|msleep_interruptible|ssleep|usleep_range)\s*\(", body):
+			if mm.start() > lastsched:
+				raise Refuse("manual", "own queue: the loop sleeps in %s() with no schedule() after it: "
+					     "that sleep replaces the pending one by design (a poll), there is no wakeup "
+					     "to keep" % mm.group(1))
+		for kw in re.finditer(r"\b(goto|return)\b", body):
+			raise Refuse("manual", "own queue: a %s leaves the wait loop, which would leave the entry on the "
+				     "thread's queue" % kw.group(1))
+		sched = self.schedules(ft, bo, bc, first[0])
+		if self.rule is None:
+			raise Refuse("manual", "no tree facts to search the wakers with")
+		th = self.rule.thread_of(rel, func)
+		thread = sorted(e[1] for e in th.entries if e[0] == rel)[0] if any(
+			e[0] == rel for e in th.entries) else func
+		# one queue per thread and file: each unit is a patch of its own,
+		# and two would each declare it
+		own = self.own_threads
+		if own.get((rel, thread), func) != func:
+			raise Refuse("manual", "own queue: %s(), another loop of the thread %s(), already gets its queue; "
+				     "convert both loops together by hand" % (own[(rel, thread)], thread))
+		taken_file = idents(m)
+		qname = pick_name(taken_file, ["%s_wq" % thread])
+		wfname = pick_name(taken_file, ["%s_wake_function" % thread])
+		taken, _ = self.taken_names(ft, ft.offset(f["line"], f["col"]))
+		entry = pick_name(set(taken), ["wait"])
+		q = "&" + qname
+		forwards = self.rule.forwarded_entries(th)
+		for r, fn, ent, kind, s0, e0 in forwards:
+			if r != rel:
+				raise Refuse("manual", "own queue: %s() in %s queues the thread on another wait queue "
+					     "(entry %s), and the thread's queue would be static to %s; forward it by "
+					     "hand" % (fn, r, ent, rel))
+		# the comments right above the setters, which spatch drops with them
+		comments = set()
+		for name, p, po, pc, st in setters:
+			k = t.count("\n", 0, p) - 1
+			lines = t.split("\n")
+			if k >= 0 and lines[k].strip().endswith("*/"):
+				while k >= 0 and "/*" not in lines[k]:
+					comments.add(k)
+					k -= 1
+				comments.add(k)
+		u.own = {"func": func, "entry": entry, "queue": q, "state": state, "sched": sched,
+			 "loop": t.count("\n", 0, lstart) + 1, "loop_at": lstart, "qname": qname,
+			 "decl": self.last_top_decl(ft, o, c),
+			 # the restores of TASK_RUNNING go only when nothing else in
+			 # the function sets a state
+			 "restores": not re.search(r"\b(?:%s|set_special_state)\s*\(" % "|".join(
+				 sorted(self.kn.words.prepare)), m[o:c]),
+			 "comments": sorted(comments)}
+		u.reasons.append("the thread waits on no wait queue: it gets one of its own (%s, as the Bluetooth "
+				 "hidp fix did), and the %s() loop becomes a wait_woken() loop on it"
+				 % (qname, first[0]))
+		self.rule.check({"rel": rel, "func": func, "queue": q, "state": state,
+				 "stop_tested": bool(re.search(r"\bkthread_should_stop\s*\(", m[lstart:bc])),
+				 "span": (min(lstart, first[1]), bc), "own": True,
+				 "forwarded": [(r, fn, ent) for r, fn, ent, _, _, _ in forwards]}, u)
+		users = [o]
+		# Text: the forwarded entries live in other functions (the thread
+		# function), outside the rule's one function; their declaration
+		# and init_waitqueue_entry() are plain statements, and the wake
+		# function they name must be written before that function, at
+		# file scope, where a '+' line of a rule has no statement to
+		# attach to.
+		if forwards:
+			interruptible = "INTERRUPTIBLE" in state and "UNINTERRUPTIBLE" not in state
+			names = set((r, fn, ent) for r, fn, ent, _, _, _ in forwards)
+			for r, fn, ent, kind, s0, e0 in forwards:
+				if kind == "declare":
+					u.add(rel, Edit(s0, e0, "DEFINE_WAIT_FUNC(%s, %s);" % (ent, wfname)))
+					continue
+				self.delete_stmt(ft, u, rel, line_start(t, s0), line_end(t, e0) + 1)
+				# its declaration, maybe shared with other entries
+				# (hidp: 'wait_queue_t ctrl_wait, intr_wait;')
+				span = self.rule.func_span(r, fn)
+				dv = re.compile(r"\b(?:wait_queue_entry_t|struct\s+wait_queue_entry)\s+"
+						r"((?:\w+\s*,\s*)*%s\s*(?:,\s*\w+\s*)*);" % re.escape(ent))
+				dm = dv.search(m, span[1], span[2])
+				if not dm:
+					raise Refuse("manual", "own queue: cannot find the declaration of the entry %s "
+						     "in %s()" % (ent, fn))
+				ents = [x.strip() for x in dm.group(1).split(",")]
+				if any((r, fn, x) not in names for x in ents):
+					raise Refuse("manual", "own queue: the entry %s of %s() shares its declaration with "
+						     "an entry that is not forwarded" % (ent, fn))
+				ind = indent_at(t, dm.start())
+				u.add(rel, Edit(dm.start(), dm.end(), ("\n" + ind).join(
+					"DEFINE_WAIT_FUNC(%s, %s);" % (x, wfname) for x in ents), key=("own-entry", dm.start())))
+			fns = sorted(set((self.rule.func_span(r, fn)[0], fn) for r, fn, _, _, _, _ in forwards))
+			at = self.top_start(ft, fns[0][0])
+			users.append(at)
+			sig = wrap_call("", "static int " + wfname, ["struct wait_queue_entry *wait", "unsigned int mode",
+								      "int sync", "void *key"], tail="")
+			u.add(rel, Edit(at, at, "%s\n{\n\t%s(%s);\n\treturn 0;\n}\n\n" % (
+				"\n".join(sig), "wake_up_interruptible" if interruptible else "wake_up", q),
+					key=("own-wakefn", wfname)))
+			u.reasons.append("the entries the thread queues on other wait queues (%s) forward their wakeups "
+					 "to %s through %s(), so that woken_wake_function() sees them" % (
+						 ", ".join(sorted(set(x[2] for x in forwards))), qname, wfname))
+		# Text: the queue head is a file-scope definition, which a rule
+		# cannot add ahead of the first function that uses it.
+		for e in u.edits.get(rel, []):
+			if e.key and e.key[0] == "waker":
+				users.append(e.s)
+		first_use = self.top_start(ft, min(users))
+		at = first_use
+		statics = [mm for mm in re.finditer(r"^static\s+(?:DECLARE|DEFINE)_\w+\([^;\n]*\);[ \t]*\n|"
+						    r"^static\s+LIST_HEAD\([^;\n]*\);[ \t]*\n", t[:first_use], re.M)]
+		if statics:
+			at = statics[-1].end()
+			text = "static DECLARE_WAIT_QUEUE_HEAD(%s);\n" % qname
+		else:
+			text = "static DECLARE_WAIT_QUEUE_HEAD(%s);\n\n" % qname
+		u.add(rel, Edit(at, at, text, key=("own-queue", qname)))
+		u.caveats.append("own queue: %s is one queue for every instance of the thread; a wakeup of one "
+				 "instance also wakes the others, which test their condition and sleep again" % qname)
+		own[(rel, thread)] = func
+		u.confidence = lower(u.confidence)
+
+	def last_top_decl(self, ft, o, c):
+		"""The line of the last of the declarations that open the body
+		m[o:c] (a statement at a time, at the body's own level), or 0."""
+		t, m = ft.t, ft.m
+		j = o + 1
+		line = 0
+		while True:
+			j = next_nonspace(m, j)
+			if j >= c or m[j] in "{}":
+				return line
+			k, depth = j, 0
+			while k < c and not (m[k] == ";" and depth == 0):
+				if m[k] in "([{":
+					depth += 1
+				elif m[k] in ")]}":
+					depth -= 1
+				k += 1
+			if k >= c or not is_decl_line(" ".join(m[j:k + 1].split())):
+				return line
+			line = t.count("\n", 0, j) + 1
+			j = k + 1
+
+	def top_start(self, ft, pos):
+		"""Where a file-scope item can be inserted before the function whose
+		definition starts at pos: after the previous top-level item and
+		the blank lines that follow it, so before the function's own
+		leading comment."""
+		t, m = ft.t, ft.m
+		j = max(m.rfind(";", 0, pos), m.rfind("}", 0, pos))
+		while j >= 0 and open_block(m, j + 1) >= 0:
+			j = max(m.rfind(";", 0, j), m.rfind("}", 0, j))
+		s = line_end(t, j) + 1 if j >= 0 else 0
+		while s < len(t) and t[s] == "\n":
+			s += 1
+		return s
+
+	def rewrite_own_queue(self, u):
+		"""Run cocci/fix_set_current_state.cocci on the unit's loop, in two
+		passes: "body" (schedule() by position, the setters), then "wrap"
+		(the queue around the loop, the entry), on the file "body" wrote,
+		with the loop's line as it is there."""
+		rel = u.rel
+		ft = self.text(rel)
+		spec = dict((k, v) for k, v in u.own.items() if k not in ("loop_at", "qname", "comments"))
+		name = os.path.basename(rel)
+		mid = self.spatch_text(ft.t, name, SCS_RULE, {"NESTSLEEP_SITES": json.dumps(dict(spec, **{"pass": "body"}))})
+		if mid is None or mid == ft.t:
+			raise Refuse("manual", "%s could not rewrite the loop body" % os.path.basename(SCS_RULE))
+		# the loop's line in the body pass's output: lines removed above it
+		shift = sum(ft.t.count("\n", e.s, e.e) - e.text.count("\n")
+			    for e in text_edits(ft.t, mid) if e.e <= u.own["loop_at"])
+		spec = dict(spec, loop=u.own["loop"] - shift, **{"pass": "wrap"})
+		new = self.spatch_text(mid, name, SCS_RULE, {"NESTSLEEP_SITES": json.dumps(spec)})
+		if new is None or new == mid or "add_wait_queue(%s, &%s);" % (u.own["queue"], u.own["entry"]) not in new:
+			raise Refuse("manual", "%s could not put the queue around the loop in this statement context"
+				     % os.path.basename(SCS_RULE))
+		if spec["decl"]:
+			# the leading declarations are above the loop: the earlier
+			# passes did not move them
+			last = self.spatch_text(new, name, SCS_RULE, {"NESTSLEEP_SITES": json.dumps(dict(spec, **{
+				"pass": "decl"}))})
+			new = new if last is None else last
+		if "DEFINE_WAIT_FUNC(%s, woken_wake_function);" % u.own["entry"] not in new:
+			raise Refuse("manual", "%s could not declare the wait entry" % os.path.basename(SCS_RULE))
+		for e in own_edits(ft.t, new, u.own["comments"]):
+			u.add(rel, e)
+
+def own_edits(old, new, comments):
+	"""text_edits(old, new) for fix_set_current_state.cocci's output, with
+	two text fixes (spatch 1.1.1 cannot be told to do either): the comment
+	right above a removed set_current_state() (lines 'comments' of old,
+	0-based) is put back, as hidp's fix kept its comment, and a blank line
+	left right after a '{' by a removed setter goes (checkpatch --strict:
+	"Blank lines aren't necessary after an open brace")."""
+	a = _LINES.findall(old)
+	b = _LINES.findall(new)
+	starts = [0]
+	for line in a:
+		starts.append(starts[-1] + len(line))
+	keep = set(comments)
+	out = []
+	for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+		if op == "equal":
+			continue
+		text = "".join(a[i] for i in range(i1, i2) if i in keep) + "".join(b[j1:j2])
+		e = i2
+		if not text and i1 > 0 and a[i1 - 1].rstrip().endswith("{") and i2 < len(a) and not a[i2].strip():
+			e = i2 + 1
+		elif not text.strip("\n") and text and i1 > 0 and a[i1 - 1].rstrip().endswith("{"):
+			text = ""
+		out.append(Edit(starts[i1], starts[e], text))
+	return out
+
 
 def wrap_long(old, new):
 	"""new with its added 'if (cond)' and 'while (!(cond))' lines wrapped

@@ -810,6 +810,30 @@ class WakerRule:
 					where, func, loc.describe())
 				return
 
+	def forwarded_entries(self, th):
+		"""The wait entries the thread queues on other wait queues with itself
+		as the task to wake: init_waitqueue_entry(&e, current) or
+		DECLARE_WAITQUEUE(e, current), in the waiting function and its
+		callers (hidp's ctrl_wait and intr_wait on the sockets' queues).
+		[(rel, func, entry, "init" or "declare", start, end)] of the
+		init_waitqueue_entry() call or the DECLARE_WAITQUEUE() statement.
+		Given a queue of its own, the thread is woken through it only, so
+		these entries must forward their wakeups to it."""
+		out = []
+		rx = re.compile(r"\binit_waitqueue_entry\s*\(\s*&\s*(%s)\s*,\s*current\s*\)\s*;|"
+				r"\bDECLARE_WAITQUEUE\s*\(\s*(%s)\s*,\s*current\s*\)\s*;" % (IDENT, IDENT))
+		for r, f, _ in th.ancestors:
+			span = self.func_span(r, f)
+			if not span:
+				continue
+			m = self.fx.text(r).m
+			for mm in rx.finditer(m, span[1], span[2]):
+				if mm.group(1):
+					out.append((r, f, mm.group(1), "init", mm.start(), mm.end()))
+				else:
+					out.append((r, f, mm.group(2), "declare", mm.start(), mm.end()))
+		return out
+
 	# -- the rule ---------------------------------------------------------------
 
 	def check(self, site, u):
@@ -821,6 +845,9 @@ class WakerRule:
 		th = self.thread_of(rel, func)
 		if th.refuse:
 			raise Refuse("manual", "wakers: %s; convert the wakers and the wait by hand" % th.refuse)
+		if site.get("own") and not th.locs and not site.get("forwarded"):
+			raise Refuse("manual", "own queue: no waker found: no task pointer of %s() is kept and it queues "
+				     "no entry of its own, so nothing is known to wake the thread; convert by hand" % func)
 		if not th.locs:
 			entry = " (a kthread function)" if th.entries else ""
 			cut = "" if not th.cut else "; callers of %s() not followed (more than %d)" % (
@@ -878,6 +905,10 @@ class WakerRule:
 			raise Refuse("manual", "wakers: %s: %s() stops the thread, but the wait does not test "
 				     "kthread_should_stop(): wait_woken() would return at once on every pass and the "
 				     "rewritten loop would spin; add the test by hand" % (w.at(), w.name))
+		if site.get("own") and w.rel != site["rel"]:
+			raise Refuse("manual", "own queue: %s: the waker %s(%s) is in another file than %s, to which "
+				     "the thread's queue %s would be static; convert by hand" % (
+					     w.at(), w.name, w.arg, site["rel"], site["queue"].lstrip("&")))
 		# wake_up_process() / wake_up_state()
 		creates = [c for c in th.creates if c[0] == w.rel and c[1] == w.func and c[2] < w.s]
 		if creates and w.name == "wake_up_process" and (w.rel, w.func) not in self.started_in:
@@ -931,6 +962,8 @@ class WakerRule:
 	def queue_for(self, site, w):
 		"""The wait's queue written in the waker's terms."""
 		q = site["queue"]
+		if site.get("own"):
+			return q        # a file-scope static of the waker's own file
 		rel, func = site["rel"], site["func"]
 		fn = self.facts.get(rel)["functions"].get(func) or {"locals": {}}
 		span = self.func_span(rel, func)
@@ -1009,6 +1042,10 @@ class WakerRule:
 				if pc < 0:
 					continue
 				q = compact(m[split_top(m, po + 1, pc)[0][0]:split_top(m, po + 1, pc)[0][1]]).lstrip("&")
+				args = split_top(m, po + 1, pc)
+				ent = compact(m[args[1][0]:args[1][1]]).lstrip("&") if len(args) > 1 else ""
+				if (r, f, ent) in site.get("forwarded", []):
+					continue        # forwarded to the thread's own queue
 				if r == site["rel"] and f == site["func"] and q == mine:
 					continue        # the same queue in the same function
 				raise Refuse("manual", "wakers: %s:%d: the thread also waits in %s(%s) in %s(); the direct "

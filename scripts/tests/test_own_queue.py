@@ -1,0 +1,216 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The own-queue form (issue 15 item 3): a set_current_state() loop of a
+thread on no wait queue gets a queue of its own (hidp 5da8e47d849d).
+What fixer.py's plan_own_queue() chooses (the site, the names, the
+wakers) and refuses, run through MODE=patch on small trees written here;
+fixtures/patch/own_queue*.c test the shapes end to end."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from nestsleep.fix import fixer
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+HEAD = """#include <linux/delay.h>
+#include <linux/kthread.h>
+#include <linux/mutex.h>
+#include <linux/sched.h>
+#include <linux/wait.h>
+
+static DEFINE_MUTEX(lock);
+static int work;
+"""
+
+
+def loop(name, body="", kw="for (;;)", after="schedule();"):
+	return """
+static int %s(void *arg)
+{
+	%s {
+		set_current_state(TASK_INTERRUPTIBLE);
+		mutex_lock(&lock);
+		if (work) {
+			mutex_unlock(&lock);
+			break;
+		}
+		mutex_unlock(&lock);
+%s		%s
+	}
+	__set_current_state(TASK_RUNNING);
+	return 0;
+}
+""" % (name, kw, body, after)
+
+
+def starter(name, task):
+	return """
+static struct task_struct *%s;
+
+void start_%s(void)
+{
+	%s = kthread_run(%s, NULL, "t");
+}
+
+void kick_%s(void)
+{
+	wake_up_process(%s);
+}
+""" % (task, name, task, name, name, task)
+
+
+class OwnQueue(unittest.TestCase):
+	"""One MODE=patch run per tree; each test reads its functions' fix."""
+
+	def run_tree(self, files):
+		tmp = tempfile.mkdtemp(prefix="test-own-queue-")
+		self.addCleanup(shutil.rmtree, tmp, True)
+		tree = os.path.join(tmp, "tree")
+		os.makedirs(tree)
+		for name, text in files.items():
+			with open(os.path.join(tree, name), "w") as f:
+				f.write(text)
+		out = os.path.join(tmp, "out.json")
+		env = dict(os.environ, NESTSLEEP_CACHE=os.path.join(tmp, "cache"),
+			   PYTHONPATH=os.path.join(TOP, "scripts") + os.pathsep + os.path.join(TOP, "kernel-boot"))
+		p = subprocess.run([sys.executable, "-m", "nestsleep", "coccicheck", "--kdir", tree, "--mode", "patch",
+				    "--json", out], capture_output=True, text=True, env=env, timeout=600)
+		self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+		with open(out) as f:
+			return {x["function"]: x["fix"] for x in json.load(f)["findings"]}, p.stdout
+
+	def test_site_names_and_waker(self):
+		src = HEAD + "static int t_thread_wq;\n" + loop("t_thread", after="schedule();") + starter("t_thread", "tt")
+		fix, diff = self.run_tree({"t.c": src})
+		self.assertEqual(fix["t_thread"]["status"], "patch", fix["t_thread"]["reason"])
+		# <thread>_wq, made unique against the file's identifiers
+		self.assertIn("+static DECLARE_WAIT_QUEUE_HEAD(t_thread_wq2);", diff)
+		self.assertIn("+\tadd_wait_queue(&t_thread_wq2, &wait);", diff)
+		self.assertIn("+\twake_up_interruptible(&t_thread_wq2);", diff)
+		self.assertIn("-\twake_up_process(tt);", diff)
+		self.assertIn("+\t\twait_woken(&wait, TASK_INTERRUPTIBLE, MAX_SCHEDULE_TIMEOUT);", diff)
+		self.assertIn("-\t__set_current_state(TASK_RUNNING);", diff)
+
+	def test_queue_named_after_the_thread_function(self):
+		# the loop is in a helper: the queue is the thread's
+		src = HEAD + loop("helper_loop") + """
+static int h_thread(void *arg)
+{
+	return helper_loop(arg);
+}
+""" + starter("h_thread", "ht")
+		fix, diff = self.run_tree({"h.c": src})
+		self.assertEqual(fix["helper_loop"]["status"], "patch", fix["helper_loop"]["reason"])
+		self.assertIn("DECLARE_WAIT_QUEUE_HEAD(h_thread_wq);", diff)
+
+	def test_entry_after_the_declarations(self):
+		# hidp_session_run(): several declarations, with initializers
+		src = HEAD + loop("d_thread").replace("{\n\tfor (;;) {", "{\n\tint *w = &work;\n\tint n = *w;\n"
+						       "\tint k;\n\n\tk = n;\n\tfor (;;) {") + starter("d_thread", "dt")
+		fix, diff = self.run_tree({"d.c": src})
+		self.assertEqual(fix["d_thread"]["status"], "patch", fix["d_thread"]["reason"])
+		self.assertIn(" \tint k;\n+\tDEFINE_WAIT_FUNC(wait, woken_wake_function);\n \n \tk = n;\n", diff)
+
+	def test_one_queue_per_thread(self):
+		# two loops of one thread: each unit is a patch of its own, and
+		# both would declare <thread>_wq
+		src = HEAD + loop("loop_a") + loop("loop_b") + """
+static int two_thread(void *arg)
+{
+	loop_a(arg);
+	return loop_b(arg);
+}
+""" + starter("two_thread", "tw")
+		fix, diff = self.run_tree({"two.c": src})
+		st = sorted((fix[f]["status"], fix[f]["reason"]) for f in ("loop_a", "loop_b"))
+		self.assertEqual([x[0] for x in st], ["manual", "patch"], st)
+		self.assertIn("already gets its queue", st[0][1])
+		self.assertEqual(diff.count("DECLARE_WAIT_QUEUE_HEAD(two_thread_wq)"), 1, diff)
+
+	def test_refusals(self):
+		src = HEAD
+		src += loop("park_thread", body="\t\tkthread_parkme();\n") + starter("park_thread", "pt")
+		src += loop("poll_thread", after="msleep(10);") + starter("poll_thread", "lt")
+		src += loop("msleep_then_schedule", body="\t\tmsleep(10);\n") + starter("msleep_then_schedule", "mt")
+		src += """
+static int dw_thread(void *arg)
+{
+	do {
+		set_current_state(TASK_INTERRUPTIBLE);
+		mutex_lock(&lock);
+		work = 0;
+		mutex_unlock(&lock);
+		schedule();
+	} while (!kthread_should_stop());
+	__set_current_state(TASK_RUNNING);
+	return 0;
+}
+""" + starter("dw_thread", "dt")
+		src += loop("anon_thread") + "\nvoid start_anon(void)\n{\n\tkthread_run(anon_thread, NULL, \"a\");\n}\n"
+		src += loop("goto_thread", body="\t\tif (work < 0)\n\t\t\tgoto out;\n").replace(
+			"\t__set_current_state(TASK_RUNNING);\n\treturn 0;\n}\n",
+			"out:\n\t__set_current_state(TASK_RUNNING);\n\treturn 0;\n}\n") + starter("goto_thread", "gt")
+		src += loop("far_thread") + "\nstruct task_struct *far_task;\n\nvoid start_far(void)\n{\n" \
+			"\tfar_task = kthread_run(far_thread, NULL, \"f\");\n}\n"
+		other = "#include <linux/sched.h>\nextern struct task_struct *far_task;\n\n" \
+			"void kick_far(void)\n{\n\twake_up_process(far_task);\n}\n"
+		fix, diff = self.run_tree({"r.c": src, "other.c": other})
+		want = {
+			"park_thread": "kthread_parkme()",
+			"poll_thread": "msleep() with no schedule() after it",
+			"dw_thread": "do ... while",
+			"anon_thread": "no waker found",
+			"far_thread": "in another file",
+			"goto_thread": "a goto leaves the wait loop",
+		}
+		for func, phrase in want.items():
+			self.assertEqual(fix[func]["status"], "manual", func)
+			self.assertIn(phrase, fix[func]["reason"], func)
+		# a msleep() followed by the loop's schedule() is the nested sleep
+		self.assertEqual(fix["msleep_then_schedule"]["status"], "patch", fix["msleep_then_schedule"]["reason"])
+
+	def test_forwarded_entries(self):
+		src = HEAD + loop("fwd_run") + """
+struct s { wait_queue_head_t q; };
+
+static int fwd_thread(void *arg)
+{
+	struct s *s = arg;
+	wait_queue_entry_t a, b;
+
+	init_waitqueue_entry(&a, current);
+	init_waitqueue_entry(&b, current);
+	add_wait_queue(&s->q, &a);
+	add_wait_queue(&s->q, &b);
+	fwd_run(arg);
+	remove_wait_queue(&s->q, &b);
+	remove_wait_queue(&s->q, &a);
+	return 0;
+}
+""" + starter("fwd_thread", "ft")
+		fix, diff = self.run_tree({"f.c": src})
+		self.assertEqual(fix["fwd_run"]["status"], "patch", fix["fwd_run"]["reason"])
+		self.assertIn("+static int fwd_thread_wake_function(struct wait_queue_entry *wait,", diff)
+		self.assertIn("+\tDEFINE_WAIT_FUNC(a, fwd_thread_wake_function);", diff)
+		self.assertIn("+\tDEFINE_WAIT_FUNC(b, fwd_thread_wake_function);", diff)
+		self.assertIn("-\tinit_waitqueue_entry(&a, current);", diff)
+		# the wake function comes before the thread function that names it
+		self.assertLess(diff.index("fwd_thread_wake_function(struct"), diff.index("DEFINE_WAIT_FUNC(a,"))
+
+
+class OwnEdits(unittest.TestCase):
+	def test_comment_kept_and_blank_after_brace_dropped(self):
+		old = "\tfor (;;) {\n\t\t/* why */\n\t\tset_current_state(TASK_INTERRUPTIBLE);\n\n\t\tx();\n\t}\n" \
+		      "\twhile (1) {\n\t\tset_current_state(TASK_INTERRUPTIBLE);\n\n\t\ty();\n\t}\n"
+		new = "\tfor (;;) {\n\n\t\tx();\n\t}\n\twhile (1) {\n\n\t\ty();\n\t}\n"
+		got = fixer.apply_edits(old, fixer.own_edits(old, new, [1]))
+		self.assertEqual(got, "\tfor (;;) {\n\t\t/* why */\n\n\t\tx();\n\t}\n\twhile (1) {\n\t\ty();\n\t}\n")
+
+
+if __name__ == "__main__":
+	unittest.main()
