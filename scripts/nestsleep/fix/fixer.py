@@ -1578,6 +1578,22 @@ class Fixer:
 
 	# -- set_current_state loops ---------------------------------------------
 
+	def setter_loop(self, ft, first):
+		"""(start, body open, body close) of the loop whose top holds the
+		setter first, or of the loop right after it; refuses otherwise."""
+		m = ft.m
+		loop = self.loop_of(ft, first[1])
+		if loop:
+			return loop
+		lstart = next_nonspace(m, first[3] + 2)
+		if not re.match(r"(for|while|do)\b", m[lstart:lstart + 6]):
+			raise Refuse("manual", "%s() is neither at the top of a loop nor right before one" % first[0])
+		bo = m.find("{", lstart)
+		bc = match_close(m, bo) if bo >= 0 else -1
+		if bc < 0:
+			raise Refuse("manual", "the loop has no braces")
+		return lstart, bo, bc
+
 	def plan_set_current_state(self, f, u):
 		rel, ft, t, m, o, c = self.loop_site(f)
 		setters = []
@@ -1621,18 +1637,9 @@ class Fixer:
 		# the loop: set_current_state() at its top (or right before it, and
 		# again after schedule())
 		first = setters[0]
-		loop = self.loop_of(ft, first[1])
 		ls0, le0, _ = self.statement(ft, first[1], first[3], first[0])
-		if loop:
-			lstart, bo, bc = loop
-		else:
-			nxt = next_nonspace(m, first[3] + 2)
-			if not re.match(r"(for|while|do)\b", m[nxt:nxt + 6]):
-				raise Refuse("manual", "%s() is neither at the top of a loop nor right before one" % first[0])
-			bo = m.find("{", nxt)
-			bc = match_close(m, bo) if bo >= 0 else -1
-			if bc < 0:
-				raise Refuse("manual", "the loop has no braces")
+		loop = self.loop_of(ft, first[1])
+		lstart, bo, bc = self.setter_loop(ft, first)
 		if adds[0][1] > ls0:
 			raise Refuse("manual", "add_wait_queue() comes after the wait starts")
 		self.delete_stmt(ft, u, rel, ls0, le0)
@@ -1674,18 +1681,8 @@ class Fixer:
 		rel, ft, t, m, o, c = self.loop_site(f)
 		func = f["function"]
 		first = setters[0]
-		loop = self.loop_of(ft, first[1])
 		self.statement(ft, first[1], first[3], first[0])
-		if loop:
-			lstart, bo, bc = loop
-		else:
-			lstart = next_nonspace(m, first[3] + 2)
-			if not re.match(r"(for|while|do)\b", m[lstart:lstart + 6]):
-				raise Refuse("manual", "%s() is neither at the top of a loop nor right before one" % first[0])
-			bo = m.find("{", lstart)
-			bc = match_close(m, bo) if bo >= 0 else -1
-			if bc < 0:
-				raise Refuse("manual", "the loop has no braces")
+		lstart, bo, bc = self.setter_loop(ft, first)
 		if re.match(r"do\b", m[lstart:lstart + 3]):
 			raise Refuse("manual", "own queue: the loop is a do ... while loop, which spatch 1.1.1 does not "
 				     "match (\"not supported\"); give the thread a wait queue of its own by hand")
