@@ -653,6 +653,64 @@ class InitramfsTest(unittest.TestCase):
 			with open(out + '2', 'rb') as f:
 				self.assertEqual(f.read(), raw)	# reproducible
 
+	def fake_build(self, d: str, order: List[str]) -> nsboot_kernel.LinuxSourceTree:
+		"""A build dir with kernel.release, modules.order and the listed .ko."""
+		os.makedirs(os.path.join(d, 'include', 'config'))
+		with open(os.path.join(d, 'include', 'config', 'kernel.release'), 'w') as f:
+			f.write('6.1.192\n')
+		with open(os.path.join(d, 'modules.order'), 'w') as f:
+			f.write(''.join(x + '\n' for x in order))
+		with open(os.path.join(d, 'modules.builtin'), 'w') as f:
+			f.write('kernel/lib/crc32.ko\n')
+		return nsboot_kernel.LinuxSourceTree(d, d, nsboot_config.Kconfig(), nsboot_kernel.load_arch('x86_64'))
+
+	def test_tree_modules_as_modules_install_lays_them_out(self) -> None:
+		with tempfile.TemporaryDirectory() as d:
+			tree = self.fake_build(d, ['net/bluetooth/bluetooth.ko', 'kernel/net/bluetooth/rfcomm/rfcomm.ko',
+						   'net/bluetooth/hidp/hidp.o'])
+			for ko in ('net/bluetooth/bluetooth.ko', 'net/bluetooth/rfcomm/rfcomm.ko',
+				   'net/bluetooth/hidp/hidp.ko'):
+				os.makedirs(os.path.dirname(os.path.join(d, ko)), exist_ok=True)
+				with open(os.path.join(d, ko), 'wb') as f:
+					f.write(b'\x7fELF' + ko.encode())
+			release, files = tree.tree_modules()
+			self.assertEqual(release, '6.1.192')
+			self.assertEqual([n for n, _ in files], [
+				'lib/modules/6.1.192/kernel/net/bluetooth/bluetooth.ko',
+				'lib/modules/6.1.192/kernel/net/bluetooth/rfcomm/rfcomm.ko',
+				'lib/modules/6.1.192/kernel/net/bluetooth/hidp/hidp.ko',
+				'lib/modules/6.1.192/modules.order', 'lib/modules/6.1.192/modules.builtin'])
+			self.assertEqual(files[2][1], os.path.join(d, 'net/bluetooth/hidp/hidp.ko'))
+
+	def test_tree_modules_missing_ko_is_a_build_error(self) -> None:
+		with tempfile.TemporaryDirectory() as d:
+			tree = self.fake_build(d, ['net/bluetooth/bluetooth.ko'])
+			with self.assertRaisesRegex(nsboot_kernel.BuildError, 'lists net/bluetooth/bluetooth.ko'):
+				tree.tree_modules()
+		with tempfile.TemporaryDirectory() as d:
+			tree = nsboot_kernel.LinuxSourceTree(d, d, nsboot_config.Kconfig(), nsboot_kernel.load_arch('x86_64'))
+			with self.assertRaisesRegex(nsboot_kernel.BuildError, 'build the kernel first'):
+				tree.tree_modules()
+
+	@unittest.skipUnless(os.path.isfile('/bin/busybox'), '/bin/busybox missing')
+	def test_extra_files_with_their_directories(self) -> None:
+		with tempfile.TemporaryDirectory() as d:
+			src = os.path.join(d, 'rfcomm.ko')
+			with open(src, 'wb') as f:
+				f.write(b'\x7fELFrfcomm')
+			out = os.path.join(d, 'i.cpio.gz')
+			nsboot_kernel.make_initramfs(out, None, None, extra_files=[
+				('lib/modules/6.1/kernel/net/bluetooth/rfcomm/rfcomm.ko', src),
+				('lib/modules/6.1/modules.order', src)])
+			with open(out, 'rb') as f:
+				ents = read_newc(gzip.decompress(f.read()))
+			self.assertEqual(ents['lib/modules/6.1/kernel/net/bluetooth/rfcomm/rfcomm.ko'][1], b'\x7fELFrfcomm')
+			for dname in ('lib', 'lib/modules', 'lib/modules/6.1', 'lib/modules/6.1/kernel/net/bluetooth/rfcomm'):
+				self.assertTrue(stat.S_ISDIR(ents[dname][0]), dname)
+			self.assertIn('bin/depmod', ents)
+			self.assertEqual(ents['sbin/modprobe'][1], b'/bin/busybox')
+			self.assertIn('depmod ||', ents['init'][1].decode())
+
 	def test_dynamic_elf_refused(self) -> None:
 		if nsboot_kernel.is_static_elf(sys.executable):
 			self.skipTest('python is static here')
