@@ -184,6 +184,11 @@ class GoldenStatusTest(unittest.TestCase):
 		('derived_interleaved_probe.log', Status.SUCCESS, 'Ran 23 tests: passed: 23'),
 		('real_before_lockdep_tcg.log', Status.SUCCESS, 'Ran 23 tests: passed: 23'),
 		('real_plain_boot_tcg.log', Status.SUCCESS, 'booted to init and shut down'),
+		('real_ownqueue_before_tcg.log', Status.SPLAT,
+		 '1 unexpected splat(s): 1x do not call blocking ops in rfcomm_run (test modprobe_rfcomm)'),
+		('real_ownqueue_after_tcg.log', Status.SUCCESS, 'Ran 6 tests: passed: 6'),
+		('derived_ownqueue_rmmod_stuck.log', Status.TEST_FAILURE,
+		 '1 failed, 0 crashed: rmmod_rfcomm; init reported rc=1'),
 	)
 
 	def test_statuses(self) -> None:
