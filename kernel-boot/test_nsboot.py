@@ -617,6 +617,20 @@ def read_newc(data: bytes) -> Dict[str, tuple]:
 		out[name] = (f[1], body, f[9], f[10])
 
 
+def write_bytes(path: str, data: bytes) -> str:
+	"""Write data to path (its directories made); return path."""
+	os.makedirs(os.path.dirname(path), exist_ok=True)
+	with open(path, 'wb') as f:
+		f.write(data)
+	return path
+
+
+def initramfs_entries(path: str) -> Dict[str, tuple]:
+	"""The members of a gzip'd newc initramfs."""
+	with open(path, 'rb') as f:
+		return read_newc(gzip.decompress(f.read()))
+
+
 class InitramfsTest(unittest.TestCase):
 	"""The cpio writer and the initramfs contents."""
 
@@ -659,14 +673,11 @@ class InitramfsTest(unittest.TestCase):
 				self.assertEqual(f.read(), raw)	# reproducible
 
 	def fake_build(self, d: str, order: List[str]) -> nsboot_kernel.LinuxSourceTree:
-		"""A build dir with kernel.release, modules.order and the listed .ko."""
-		os.makedirs(os.path.join(d, 'include', 'config'))
-		with open(os.path.join(d, 'include', 'config', 'kernel.release'), 'w') as f:
-			f.write('6.1.192\n')
-		with open(os.path.join(d, 'modules.order'), 'w') as f:
-			f.write(''.join(x + '\n' for x in order))
-		with open(os.path.join(d, 'modules.builtin'), 'w') as f:
-			f.write('kernel/lib/crc32.ko\n')
+		"""A build dir with kernel.release, modules.order (order, or none) and modules.builtin."""
+		if order:
+			write_bytes(os.path.join(d, 'include', 'config', 'kernel.release'), b'6.1.192\n')
+			write_bytes(os.path.join(d, 'modules.order'), ''.join(x + '\n' for x in order).encode())
+			write_bytes(os.path.join(d, 'modules.builtin'), b'kernel/lib/crc32.ko\n')
 		return nsboot_kernel.LinuxSourceTree(d, d, nsboot_config.Kconfig(), nsboot_kernel.load_arch('x86_64'))
 
 	def test_tree_modules_as_modules_install_lays_them_out(self) -> None:
@@ -675,9 +686,7 @@ class InitramfsTest(unittest.TestCase):
 						   'net/bluetooth/hidp/hidp.o'])
 			for ko in ('net/bluetooth/bluetooth.ko', 'net/bluetooth/rfcomm/rfcomm.ko',
 				   'net/bluetooth/hidp/hidp.ko'):
-				os.makedirs(os.path.dirname(os.path.join(d, ko)), exist_ok=True)
-				with open(os.path.join(d, ko), 'wb') as f:
-					f.write(b'\x7fELF' + ko.encode())
+				write_bytes(os.path.join(d, ko), b'\x7fELF' + ko.encode())
 			release, files = tree.tree_modules()
 			self.assertEqual(release, '6.1.192')
 			self.assertEqual([n for n, _ in files], [
@@ -693,22 +702,18 @@ class InitramfsTest(unittest.TestCase):
 			with self.assertRaisesRegex(nsboot_kernel.BuildError, 'lists net/bluetooth/bluetooth.ko'):
 				tree.tree_modules()
 		with tempfile.TemporaryDirectory() as d:
-			tree = nsboot_kernel.LinuxSourceTree(d, d, nsboot_config.Kconfig(), nsboot_kernel.load_arch('x86_64'))
 			with self.assertRaisesRegex(nsboot_kernel.BuildError, 'build the kernel first'):
-				tree.tree_modules()
+				self.fake_build(d, []).tree_modules()
 
 	@unittest.skipUnless(os.path.isfile('/bin/busybox'), '/bin/busybox missing')
 	def test_extra_files_with_their_directories(self) -> None:
 		with tempfile.TemporaryDirectory() as d:
-			src = os.path.join(d, 'rfcomm.ko')
-			with open(src, 'wb') as f:
-				f.write(b'\x7fELFrfcomm')
+			src = write_bytes(os.path.join(d, 'rfcomm.ko'), b'\x7fELFrfcomm')
 			out = os.path.join(d, 'i.cpio.gz')
 			nsboot_kernel.make_initramfs(out, None, None, extra_files=[
 				('lib/modules/6.1/kernel/net/bluetooth/rfcomm/rfcomm.ko', src),
 				('lib/modules/6.1/modules.order', src)])
-			with open(out, 'rb') as f:
-				ents = read_newc(gzip.decompress(f.read()))
+			ents = initramfs_entries(out)
 			self.assertEqual(ents['lib/modules/6.1/kernel/net/bluetooth/rfcomm/rfcomm.ko'][1], b'\x7fELFrfcomm')
 			for dname in ('lib', 'lib/modules', 'lib/modules/6.1', 'lib/modules/6.1/kernel/net/bluetooth/rfcomm'):
 				self.assertTrue(stat.S_ISDIR(ents[dname][0]), dname)
