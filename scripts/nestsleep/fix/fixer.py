@@ -491,7 +491,8 @@ def retab(line):
 
 
 DECL_RE = re.compile(r"^\s*(?:(?:static|const|volatile|unsigned|signed|struct|enum|union|register)\s+)*"
-		     r"[A-Za-z_]\w*(?:\s+[A-Za-z_]\w*)?[\s\*]+[A-Za-z_]\w*\s*(?:\[[^\]]*\])?\s*(?:=.*)?[;,]\s*$")
+		     r"[A-Za-z_]\w*(?:\s+[A-Za-z_]\w*)?[\s\*]+[A-Za-z_]\w*\s*(?:\[[^\]]*\])?\s*(?:=.*)?"
+		     r"(?:,\s*\**\s*[A-Za-z_]\w*\s*(?:\[[^\]]*\])?\s*)*[;,]\s*$")
 DECL_MACRO_RE = re.compile(r"^\s*(?:DEFINE_\w+|DECLARE_\w+|LIST_HEAD|__label__)\b")
 NOT_DECL = {"return", "goto", "break", "continue", "else", "case", "default", "do"}
 
