@@ -592,10 +592,21 @@ def ns_site(p):
     return ns_key(p) in NS_SITES
 
 
-def ns_form(p, key, form):
+def ns_same(a, b):
+    return re.sub(r"\s+", "", str(a)) == re.sub(r"\s+", "", b)
+
+
+# p is a site of this form, and the queue, state, add_wait_queue*() and
+# signal test that args made, and the wait entry that names made, are the
+# site's own: rule instances of other sites leave it alone.  (spatch warns
+# of an inherited metavariable that only a constraint reads, so no key of
+# the site is inherited for this.)
+def ns_form(p, form, q, st, add, wait, test=None):
     s = NS_SITES.get(ns_key(p))
-    return s is not None and s["form"] == form and \
-        "L%s_C%s" % (p[0].line, p[0].column) == str(key)
+    return s is not None and s["form"] == form and ns_same(q, s["queue"]) and \
+        ns_same(st, s["state"]) and ns_same(add, s.get("add", "add_wait_queue")) and \
+        ns_same(wait, ns_names(p[0].current_element).get("wait", "wait")) and \
+        (test is None or ns_same(test, s.get("test") or "0"))
 
 
 def ns_names(fn):
@@ -1327,7 +1338,6 @@ coccinelle.tmo = cocci.make_ident(names.get("tmo", "timeout"))
 
 @script:python args@
 p << site.p;
-key;
 add;
 q;
 st;
@@ -1335,7 +1345,6 @@ test;
 @@
 
 s = NS_SITES[ns_key(p)]
-coccinelle.key = cocci.make_ident("L%s_C%s" % (p[0].line, p[0].column))
 coccinelle.add = cocci.make_ident(s.get("add", "add_wait_queue"))
 coccinelle.q = cocci.make_expr(s["queue"])
 coccinelle.st = cocci.make_expr(s["state"])
@@ -1349,8 +1358,8 @@ expression E, cond;
 identifier we;
 identifier names.wait;
 expression args.q, args.st;
-identifier args.key, args.add;
-position p : script:python(key) { ns_form(p, key, "plain") };
+identifier args.add;
+position p : script:python(q, st, add, wait) { ns_form(p, "plain", q, st, add, wait) };
 @@
 
 - we@p(E, cond);
@@ -1366,8 +1375,8 @@ expression E, cond, cmd1, cmd2;
 identifier we;
 identifier names.wait;
 expression args.q, args.st;
-identifier args.key, args.add;
-position p : script:python(key) { ns_form(p, key, "cmd") };
+identifier args.add;
+position p : script:python(q, st, add, wait) { ns_form(p, "cmd", q, st, add, wait) };
 @@
 
 - we@p(E, cond, cmd1, cmd2);
@@ -1389,8 +1398,8 @@ identifier we;
 statement S1, S2;
 identifier names.wait, names.ret;
 expression args.q, args.st, args.test;
-identifier args.key, args.add;
-position p : script:python(key) { ns_form(p, key, "signal") };
+identifier args.add;
+position p : script:python(q, st, add, wait, test) { ns_form(p, "signal", q, st, add, wait, test) };
 @@
 
 (
@@ -1502,8 +1511,8 @@ identifier we;
 statement S1, S2;
 identifier names.wait, names.tmo;
 expression args.q, args.st;
-identifier args.key, args.add;
-position p : script:python(key) { ns_form(p, key, "timeout") };
+identifier args.add;
+position p : script:python(q, st, add, wait) { ns_form(p, "timeout", q, st, add, wait) };
 @@
 
 (
@@ -1622,8 +1631,8 @@ identifier we;
 statement S1, S2;
 identifier names.wait, names.tmo;
 expression args.q, args.st, args.test;
-identifier args.key, args.add;
-position p : script:python(key) { ns_form(p, key, "signal_timeout") };
+identifier args.add;
+position p : script:python(q, st, add, wait, test) { ns_form(p, "signal_timeout", q, st, add, wait, test) };
 @@
 
 (
@@ -1775,13 +1784,14 @@ identifier names.wait;
 expression args.q;
 expression C;
 statement S1;
-position pb : script:python(fn) { pb[0].current_element == str(fn) };
 @@
 
+fn(...) {
+<...
 (
-  if@pb (C) { ... } else { ... }
+  if (C) { ... } else { ... }
 |
-  if@pb (C)
+  if (C)
 - S1
 - else
 + {
@@ -1793,6 +1803,8 @@ position pb : script:python(fn) { pb[0].current_element == str(fn) };
   ...
   }
 )
+...>
+}
 
 @depends on patch && balance disable braces0, braces1, braces2, braces3, braces4@
 identifier site.fn;
@@ -1800,17 +1812,18 @@ identifier names.wait;
 expression args.q;
 expression C, C2;
 statement S2, S3, S4;
-position pb : script:python(fn) { pb[0].current_element == str(fn) };
 @@
 
+fn(...) {
+<...
 (
-  if@pb (C) { ... } else { ... }
+  if (C) { ... } else { ... }
 |
-  if@pb (C) { ... } else if (C2) S3 else S4
+  if (C) { ... } else if (C2) S3 else S4
 |
-  if@pb (C) { ... } else if (C2) S3
+  if (C) { ... } else if (C2) S3
 |
-  if@pb (C) {
+  if (C) {
   ...
   remove_wait_queue(q, &wait);
   ...
@@ -1820,24 +1833,27 @@ position pb : script:python(fn) { pb[0].current_element == str(fn) };
 + S2
 + }
 )
+...>
+}
 
 // The functions the rules above rewrote: a site whose statement context
-// no rule matched gets no declarations either.
+// no rule matched gets no declarations either.  The rules below run only
+// where rw bound E (decl inherits it), on the site's function.
 
 @rw depends on patch@
 identifier site.fn, names.wait;
-identifier rfn : script:python(fn) { str(rfn) == str(fn) };
 expression E;
 @@
 
-rfn(...) { <+... remove_wait_queue(E, &wait); ...+> }
+fn(...) { <+... remove_wait_queue(E, &wait); ...+> }
 
 // The declarations, at the top of the function: the wait entry, and the
 // variable that carries the wait's value when one is needed.  A blank
 // line follows them when the function's first line is not a declaration.
 
 @script:python decl@
-fn << rw.rfn;
+fn << site.fn;
+E << rw.E;
 wait;
 t1;
 v1;
@@ -1854,12 +1870,12 @@ coccinelle.t2 = cocci.make_type(ds[1][0])
 coccinelle.v2 = cocci.make_ident(ds[1][1])
 
 @first0 depends on patch@
-identifier rw.rfn, decl.wait;
+identifier site.fn, decl.wait;
 statement S;
-position pd : script:python(rfn) { ns_decls(rfn, 0) };
+position pd : script:python(fn) { ns_decls(fn, 0) };
 @@
 
-rfn@pd(...) {
+fn@pd(...) {
 + DEFINE_WAIT_FUNC(wait, woken_wake_function);
 +
   S
@@ -1873,23 +1889,23 @@ pd << first0.pd;
 ns_first_done.add(pd[0].current_element)
 
 @depends on patch@
-identifier rw.rfn, decl.wait;
-position pd : script:python(rfn) { ns_decls(rfn, 0) and not ns_first(pd, rfn) };
+identifier site.fn, decl.wait;
+position pd : script:python(fn) { ns_decls(fn, 0) and not ns_first(pd, fn) };
 @@
 
-rfn@pd(...) {
+fn@pd(...) {
 ++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
   ...
 }
 
 @first1 depends on patch@
-identifier rw.rfn, decl.wait, decl.v1;
+identifier site.fn, decl.wait, decl.v1;
 type decl.t1;
 statement S;
-position pd : script:python(rfn) { ns_decls(rfn, 1) };
+position pd : script:python(fn) { ns_decls(fn, 1) };
 @@
 
-rfn@pd(...) {
+fn@pd(...) {
 + DEFINE_WAIT_FUNC(wait, woken_wake_function);
 + t1 v1;
 +
@@ -1904,25 +1920,25 @@ pd << first1.pd;
 ns_first_done.add(pd[0].current_element)
 
 @depends on patch@
-identifier rw.rfn, decl.wait, decl.v1;
+identifier site.fn, decl.wait, decl.v1;
 type decl.t1;
-position pd : script:python(rfn) { ns_decls(rfn, 1) and not ns_first(pd, rfn) };
+position pd : script:python(fn) { ns_decls(fn, 1) and not ns_first(pd, fn) };
 @@
 
-rfn@pd(...) {
+fn@pd(...) {
 ++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
 ++ t1 v1;
   ...
 }
 
 @first2 depends on patch@
-identifier rw.rfn, decl.wait, decl.v1, decl.v2;
+identifier site.fn, decl.wait, decl.v1, decl.v2;
 type decl.t1, decl.t2;
 statement S;
-position pd : script:python(rfn) { ns_decls(rfn, 2) };
+position pd : script:python(fn) { ns_decls(fn, 2) };
 @@
 
-rfn@pd(...) {
+fn@pd(...) {
 + DEFINE_WAIT_FUNC(wait, woken_wake_function);
 + t1 v1;
 + t2 v2;
@@ -1938,12 +1954,12 @@ pd << first2.pd;
 ns_first_done.add(pd[0].current_element)
 
 @depends on patch@
-identifier rw.rfn, decl.wait, decl.v1, decl.v2;
+identifier site.fn, decl.wait, decl.v1, decl.v2;
 type decl.t1, decl.t2;
-position pd : script:python(rfn) { ns_decls(rfn, 2) and not ns_first(pd, rfn) };
+position pd : script:python(fn) { ns_decls(fn, 2) and not ns_first(pd, fn) };
 @@
 
-rfn@pd(...) {
+fn@pd(...) {
 ++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
 ++ t1 v1;
 ++ t2 v2;
