@@ -77,8 +77,10 @@ def ns_same(a, b):
 # signal test that args made, and the wait entry that names made, are the
 # site's own: rule instances of other sites leave it alone.  (spatch warns
 # of an inherited metavariable that only a constraint reads, so no key of
-# the site is inherited for this.)
-def ns_form(p, form, q, st, add, wait, test=None):
+# the site is inherited for this.)  call, the site's waiter, queue and
+# condition, serves nested_sleep.cocci's copy; the driver passes one site
+# per run.
+def ns_form(p, form, call, q, st, add, wait, test=None):
     s = NS_SITES.get(ns_key(p))
     return s is not None and s["form"] == form and ns_same(q, s["queue"]) and \
         ns_same(st, s["state"]) and ns_same(add, s.get("add", "add_wait_queue")) and \
@@ -114,11 +116,11 @@ def ns_first(p, fn):
 
 @site depends on patch@
 identifier fn, we;
-expression list es;
+expression E, cond;
 position p : script:python() { ns_site(p) };
 @@
 
-fn(...) { <+... we@p(es) ...+> }
+fn(...) { <+... we@p(E, cond, ...) ...+> }
 
 // The names, chosen by the driver.  One set per function.
 
@@ -154,12 +156,13 @@ coccinelle.test = cocci.make_expr(s.get("test") or "0")
 // discarded wait_event_freezable().
 
 @depends on patch@
-expression E, cond;
-identifier we;
+expression site.E, site.cond;
+identifier site.we;
 identifier names.wait;
 expression args.q, args.st;
 identifier args.add;
-position p : script:python(q, st, add, wait) { ns_form(p, "plain", q, st, add, wait) };
+position p : script:python(we, E, cond, q, st, add, wait) {
+	ns_form(p, "plain", [we, E, cond], q, st, add, wait) };
 @@
 
 - we@p(E, cond);
@@ -171,12 +174,14 @@ position p : script:python(q, st, add, wait) { ns_form(p, "plain", q, st, add, w
 // wait_event_cmd(): cmd1 before each sleep, cmd2 after it.
 
 @depends on patch@
-expression E, cond, cmd1, cmd2;
-identifier we;
+expression site.E, site.cond;
+expression cmd1, cmd2;
+identifier site.we;
 identifier names.wait;
 expression args.q, args.st;
 identifier args.add;
-position p : script:python(q, st, add, wait) { ns_form(p, "cmd", q, st, add, wait) };
+position p : script:python(we, E, cond, q, st, add, wait) {
+	ns_form(p, "cmd", [we, E, cond], q, st, add, wait) };
 @@
 
 - we@p(E, cond, cmd1, cmd2);
@@ -192,14 +197,16 @@ position p : script:python(q, st, add, wait) { ns_form(p, "cmd", q, st, add, wai
 // _killable, _freezable and _state waits.
 
 @depends on patch@
-expression E, cond, lv;
+expression site.E, site.cond;
+expression lv;
 expression list[n] rest;
-identifier we;
+identifier site.we;
 statement S1, S2;
 identifier names.wait, names.ret;
 expression args.q, args.st, args.test;
 identifier args.add;
-position p : script:python(q, st, add, wait, test) { ns_form(p, "signal", q, st, add, wait, test) };
+position p : script:python(we, E, cond, q, st, add, wait, test) {
+	ns_form(p, "signal", [we, E, cond], q, st, add, wait, test) };
 @@
 
 (
@@ -306,13 +313,15 @@ position p : script:python(q, st, add, wait, test) { ns_form(p, "signal", q, st,
 // them through schedule_timeout().
 
 @depends on patch@
-expression E, cond, to, lv;
-identifier we;
+expression site.E, site.cond;
+expression to, lv;
+identifier site.we;
 statement S1, S2;
 identifier names.wait, names.tmo;
 expression args.q, args.st;
 identifier args.add;
-position p : script:python(q, st, add, wait) { ns_form(p, "timeout", q, st, add, wait) };
+position p : script:python(we, E, cond, q, st, add, wait) {
+	ns_form(p, "timeout", [we, E, cond], q, st, add, wait) };
 @@
 
 (
@@ -426,13 +435,15 @@ position p : script:python(q, st, add, wait) { ns_form(p, "timeout", q, st, add,
 // and _freezable_timeout waits.
 
 @depends on patch@
-expression E, cond, to, lv;
-identifier we;
+expression site.E, site.cond;
+expression to, lv;
+identifier site.we;
 statement S1, S2;
 identifier names.wait, names.tmo;
 expression args.q, args.st, args.test;
 identifier args.add;
-position p : script:python(q, st, add, wait, test) { ns_form(p, "signal_timeout", q, st, add, wait, test) };
+position p : script:python(we, E, cond, q, st, add, wait, test) {
+	ns_form(p, "signal_timeout", [we, E, cond], q, st, add, wait, test) };
 @@
 
 (

@@ -66,8 +66,9 @@
 //# exclusive wait converted to add_wait_queue_exclusive() may swallow a
 //# wakeup when it leaves on a signal, so one that tests a signal is left
 //# alone.  Alone, an unbraced if arm that held the wait gets braces, its
-//# other arm does not, and a second wait of a function (or of another form
-//# in the file) is rewritten by a second run.
+//# other arm does not.  A wait whose call reads the same (waiter, queue
+//# and condition) as another wait of its function is rewritten by a second
+//# run, and listed as an INFO line until then.
 // Confidence: Moderate
 // Copyright: (C) 2026 The nestsleep developers.
 // URL: https://coccinelle.gitlabpages.inria.fr/website
@@ -592,6 +593,26 @@ def ns_site(p):
     return ns_key(p) in NS_SITES
 
 
+# Once a rule has rewritten a site, spatch 1.1.1 re-reads its function
+# from a temporary file: the positions of the function's other waits no
+# longer name the source file's lines.  There a site is known by its
+# function and its call's text (the waiter, its queue and its condition,
+# as the site rule binds them; blanks removed), which ns_pick() keeps only
+# for a text no other site of the function has.
+NS_PATH = [None]
+NS_BYTEXT = {}
+
+
+def ns_text(call):
+    return re.sub(r"\s+", "", ",".join(s for s in map(str, call) if s.strip()))
+
+
+def ns_spec(p, call):
+    if p[0].file == NS_PATH[0]:
+        return NS_SITES.get(ns_key(p))
+    return NS_BYTEXT.get((p[0].current_element, ns_text(call)))
+
+
 def ns_same(a, b):
     return re.sub(r"\s+", "", str(a)) == re.sub(r"\s+", "", b)
 
@@ -600,9 +621,10 @@ def ns_same(a, b):
 # signal test that args made, and the wait entry that names made, are the
 # site's own: rule instances of other sites leave it alone.  (spatch warns
 # of an inherited metavariable that only a constraint reads, so no key of
-# the site is inherited for this.)
-def ns_form(p, form, q, st, add, wait, test=None):
-    s = NS_SITES.get(ns_key(p))
+# the site is inherited for this.)  call is the site's waiter, queue and
+# condition (ns_spec()).
+def ns_form(p, form, call, q, st, add, wait, test=None):
+    s = ns_spec(p, call)
     return s is not None and s["form"] == form and ns_same(q, s["queue"]) and \
         ns_same(st, s["state"]) and ns_same(add, s.get("add", "add_wait_queue")) and \
         ns_same(wait, ns_names(p[0].current_element).get("wait", "wait")) and \
@@ -653,6 +675,19 @@ def ns_call_args(text, i):
     return None
 
 
+def ns_read_call(r, text, lines):
+    # the site's offset, its '(' and ')' and its arguments
+    w = r["site"]
+    off = sum(len(l) for l in lines[:r["line"] - 1]) + r["col"]
+    if not text.startswith(w, off):
+        raise ValueError("the source at the site is not %s()" % w)
+    po = text.find("(", off + len(w))
+    got = ns_call_args(text, po) if po >= 0 else None
+    if got is None:
+        raise ValueError("cannot read the arguments of %s()" % w)
+    return off, po, [text[a:b].strip() for a, b in got[0]], got[1]
+
+
 def ns_pick_one(r, text, lines, idents):
     # the site's spec, or raise ValueError(reason)
     w = r["site"]
@@ -665,15 +700,7 @@ def ns_pick_one(r, text, lines, idents):
     if w not in NS_FIX_WAITERS:
         raise ValueError("%s() has no wait_woken() rewrite" % w)
     st, sig, timeout, excl, cmd, value = NS_FIX_WAITERS[w]
-    off = sum(len(l) for l in lines[:r["line"] - 1]) + r["col"]
-    if not text.startswith(w, off):
-        raise ValueError("the source at the site is not %s()" % w)
-    po = text.find("(", off + len(w))
-    got = ns_call_args(text, po) if po >= 0 else None
-    if got is None:
-        raise ValueError("cannot read the arguments of %s()" % w)
-    args = [text[a:b].strip() for a, b in got[0]]
-    pc = got[1]
+    off, po, args, pc = ns_read_call(r, text, lines)
     cond = args[NS_WAITERS[w][0]] if NS_WAITERS[w][0] < len(args) else ""
     if "({" in cond or re.search(r"[^=!<>+\-*/%&|^]=[^=]", cond):
         raise ValueError("the condition assigns or is a statement expression; nestsleep's driver "
@@ -725,7 +752,8 @@ def ns_pick_one(r, text, lines, idents):
         q = "&(%s)" % q
     return {"form": form, "queue": q, "state": st, "test": sig,
             "add": "add_wait_queue_exclusive" if excl else "add_wait_queue",
-            "need": need and form == "signal" or form in ("timeout", "signal_timeout")}
+            "need": need and form == "signal" or form in ("timeout", "signal_timeout"),
+            "text": ns_text([w] + args[:2])}
 
 
 def ns_pick_name(taken, choices):
@@ -764,8 +792,17 @@ def ns_pick():
     lines = text.splitlines(True)
     idents = set(re.findall(r"[A-Za-z_]\w*", text))
     wk = sorted((l, w) for (f, l, w) in ns_wakers if f == path)
-    chosen = {}
-    first = None
+    NS_PATH[0] = path
+    NS_BYTEXT.clear()
+    chosen = {}     # function -> [(site, spec)]
+    texts = {}      # function -> the call texts of its sites
+    for k in sorted(sites):
+        r = sites[k]
+        try:
+            tx = ns_text([r["site"]] + ns_read_call(r, text, lines)[2][:2])
+        except ValueError:
+            tx = None
+        texts.setdefault(r["func"], []).append(tx)
     for k in sorted(sites):
         r = sites[k]
         fn = r["func"]
@@ -779,27 +816,35 @@ def ns_pick():
                                  "would be lost" % (fn, ns_stores[(path, fn)]))
             if wk:
                 raise ValueError("the file wakes tasks directly (%s() on line %d)" % (wk[0][1], wk[0][0]))
-            if fn in chosen or (first is not None and (spec["form"], spec["need"]) != first):
-                raise ValueError("another wait of this file is rewritten in this run; run MODE=patch "
-                                 "again on the result")
+            # the second wait of a function is found by its text
+            # (ns_spec()): only where no other wait of it reads the same
+            if fn in chosen and (None in texts[fn] or texts[fn].count(spec["text"]) > 1 or
+                                 any(texts[fn].count(s["text"]) > 1 for _, s in chosen[fn])):
+                raise ValueError("another wait of %s() with the same text is rewritten in this run; "
+                                 "run MODE=patch again on the result" % fn)
         except ValueError as e:
             coccinelle.ns_info.append("%s:%s:%s-%s: INFO: nested sleep not rewritten: %s" % (
                 k[0], k[1], k[2], k[3], e))
             continue
-        first = (spec["form"], spec["need"])
-        chosen[fn] = spec
+        chosen.setdefault(fn, []).append((k, spec))
+        spec["where"] = "%s:%s:%s-%s" % k
         NS_SITES["%d:%d" % (k[1], k[2])] = spec
     if not chosen:
         return
-    names = {"wait": ns_pick_name(idents, ["wait", "wait_entry", "woken_wait"]), "decls": []}
-    form, need = first
-    if form == "signal" and need:
-        names["ret"] = ns_pick_name(idents, ["ret", "err", "wait_ret"])
-        names["decls"].append(["int", names["ret"]])
-    if form in ("timeout", "signal_timeout"):
-        names["tmo"] = ns_pick_name(idents, ["timeout", "remaining", "tmo"])
-        names["decls"].append(["long", names["tmo"]])
-    for fn in chosen:
+    wait = ns_pick_name(idents, ["wait", "wait_entry", "woken_wait"])
+    ret = ns_pick_name(idents, ["ret", "err", "wait_ret"])
+    tmo = ns_pick_name(idents, ["timeout", "remaining", "tmo"])
+    for fn, specs in chosen.items():
+        if len(specs) > 1:
+            for _, s in specs:
+                NS_BYTEXT[(fn, s["text"])] = s
+        names = {"wait": wait, "decls": []}
+        if any(s["form"] == "signal" and s["need"] for _, s in specs):
+            names["ret"] = ret
+            names["decls"].append(["int", ret])
+        if any(s["form"] in ("timeout", "signal_timeout") for _, s in specs):
+            names["tmo"] = tmo
+            names["decls"].append(["long", tmo])
         NS_NAMES[fn] = names
 
 def ns_is_waiter(w):
@@ -1314,11 +1359,11 @@ ns_pick()
 
 @site depends on patch@
 identifier fn, we;
-expression list es;
+expression E, cond;
 position p : script:python() { ns_site(p) };
 @@
 
-fn(...) { <+... we@p(es) ...+> }
+fn(...) { <+... we@p(E, cond, ...) ...+> }
 
 // The names, chosen by the driver.  One set per function.
 
@@ -1354,12 +1399,13 @@ coccinelle.test = cocci.make_expr(s.get("test") or "0")
 // discarded wait_event_freezable().
 
 @depends on patch@
-expression E, cond;
-identifier we;
+expression site.E, site.cond;
+identifier site.we;
 identifier names.wait;
 expression args.q, args.st;
 identifier args.add;
-position p : script:python(q, st, add, wait) { ns_form(p, "plain", q, st, add, wait) };
+position p : script:python(we, E, cond, q, st, add, wait) {
+	ns_form(p, "plain", [we, E, cond], q, st, add, wait) };
 @@
 
 - we@p(E, cond);
@@ -1371,12 +1417,14 @@ position p : script:python(q, st, add, wait) { ns_form(p, "plain", q, st, add, w
 // wait_event_cmd(): cmd1 before each sleep, cmd2 after it.
 
 @depends on patch@
-expression E, cond, cmd1, cmd2;
-identifier we;
+expression site.E, site.cond;
+expression cmd1, cmd2;
+identifier site.we;
 identifier names.wait;
 expression args.q, args.st;
 identifier args.add;
-position p : script:python(q, st, add, wait) { ns_form(p, "cmd", q, st, add, wait) };
+position p : script:python(we, E, cond, q, st, add, wait) {
+	ns_form(p, "cmd", [we, E, cond], q, st, add, wait) };
 @@
 
 - we@p(E, cond, cmd1, cmd2);
@@ -1392,14 +1440,16 @@ position p : script:python(q, st, add, wait) { ns_form(p, "cmd", q, st, add, wai
 // _killable, _freezable and _state waits.
 
 @depends on patch@
-expression E, cond, lv;
+expression site.E, site.cond;
+expression lv;
 expression list[n] rest;
-identifier we;
+identifier site.we;
 statement S1, S2;
 identifier names.wait, names.ret;
 expression args.q, args.st, args.test;
 identifier args.add;
-position p : script:python(q, st, add, wait, test) { ns_form(p, "signal", q, st, add, wait, test) };
+position p : script:python(we, E, cond, q, st, add, wait, test) {
+	ns_form(p, "signal", [we, E, cond], q, st, add, wait, test) };
 @@
 
 (
@@ -1506,13 +1556,15 @@ position p : script:python(q, st, add, wait, test) { ns_form(p, "signal", q, st,
 // them through schedule_timeout().
 
 @depends on patch@
-expression E, cond, to, lv;
-identifier we;
+expression site.E, site.cond;
+expression to, lv;
+identifier site.we;
 statement S1, S2;
 identifier names.wait, names.tmo;
 expression args.q, args.st;
 identifier args.add;
-position p : script:python(q, st, add, wait) { ns_form(p, "timeout", q, st, add, wait) };
+position p : script:python(we, E, cond, q, st, add, wait) {
+	ns_form(p, "timeout", [we, E, cond], q, st, add, wait) };
 @@
 
 (
@@ -1626,13 +1678,15 @@ position p : script:python(q, st, add, wait) { ns_form(p, "timeout", q, st, add,
 // and _freezable_timeout waits.
 
 @depends on patch@
-expression E, cond, to, lv;
-identifier we;
+expression site.E, site.cond;
+expression to, lv;
+identifier site.we;
 statement S1, S2;
 identifier names.wait, names.tmo;
 expression args.q, args.st, args.test;
 identifier args.add;
-position p : script:python(q, st, add, wait, test) { ns_form(p, "signal_timeout", q, st, add, wait, test) };
+position p : script:python(we, E, cond, q, st, add, wait, test) {
+	ns_form(p, "signal_timeout", [we, E, cond], q, st, add, wait, test) };
 @@
 
 (
@@ -1967,6 +2021,26 @@ fn@pd(...) {
 }
 
 // END COPY
+
+// A chosen site that is still there: no rewrite rule matched its
+// statement.  It is listed, not left out in silence.
+
+@nsleft depends on patch@
+identifier we;
+expression E, cond;
+position p : script:python(we, E, cond) { ns_spec(p, [we, E, cond]) is not None };
+@@
+
+we@p(E, cond, ...)
+
+@script:python@
+we << nsleft.we;
+E << nsleft.E;
+cond << nsleft.cond;
+p << nsleft.p;
+@@
+coccinelle.ns_info.append("%s: INFO: nested sleep not rewritten: no rewrite rule matched the statement "
+                          "around %s()" % (ns_spec(p, [we, E, cond])["where"], we))
 
 // ---------------------------------------------------------------------------
 // Output: one line per wait site, its sleep paths grouped.
