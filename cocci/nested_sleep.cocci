@@ -601,6 +601,10 @@ def ns_site(p):
 # for a text no other site of the function has.
 NS_PATH = [None]
 NS_BYTEXT = {}
+# whether the rewrite's signal test needs #include <linux/sched/signal.h>
+# (rules nssigh, nsinc), and the includes it can go beside
+NS_SIGNAL_H = [False]
+NS_SIGNAL_BESIDE = ("linux/sched.h", "linux/wait.h")
 
 
 def ns_text(call):
@@ -769,8 +773,12 @@ def ns_pick_name(taken, choices):
 def ns_pick():
     # once per file, after the matching rules: choose the sites of this
     # file that the copied fix_wait_event.cocci rules rewrite
+    # (coccicheck runs one spatch over many files: nothing carries over)
     NS_SITES.clear()
     NS_NAMES.clear()
+    NS_BYTEXT.clear()
+    NS_PATH[0] = None
+    NS_SIGNAL_H[0] = False
     ns_first_done.clear()
     new = coccinelle.ns_recs[ns_recs_seen[0]:]
     ns_recs_seen[0] = len(coccinelle.ns_recs)
@@ -793,7 +801,11 @@ def ns_pick():
     idents = set(re.findall(r"[A-Za-z_]\w*", text))
     wk = sorted((l, w) for (f, l, w) in ns_wakers if f == path)
     NS_PATH[0] = path
-    NS_BYTEXT.clear()
+    incs = set(re.findall(r"(?m)^#\s*include\s*<([^>]+)>", text))
+    # signal_pending() and friends are declared in <linux/sched/signal.h>;
+    # a file that includes it, or calls them already, sees them
+    sig_seen = "linux/sched/signal.h" in incs or \
+        re.search(r"\b(?:fatal_)?signal_pending(?:_state)?\s*\(", text) is not None
     chosen = {}     # function -> [(site, spec)]
     texts = {}      # function -> the call texts of its sites
     for k in sorted(sites):
@@ -816,6 +828,9 @@ def ns_pick():
                                  "would be lost" % (fn, ns_stores[(path, fn)]))
             if wk:
                 raise ValueError("the file wakes tasks directly (%s() on line %d)" % (wk[0][1], wk[0][0]))
+            if spec["test"] and not sig_seen and not incs & set(NS_SIGNAL_BESIDE):
+                raise ValueError("its signal test needs <linux/sched/signal.h>, and the file has no "
+                                 "#include <%s> to add it beside" % "> or <".join(NS_SIGNAL_BESIDE))
             # the second wait of a function is found by its text
             # (ns_spec()): only where no other wait of it reads the same
             if fn in chosen and (None in texts[fn] or texts[fn].count(spec["text"]) > 1 or
@@ -827,6 +842,8 @@ def ns_pick():
                 k[0], k[1], k[2], k[3], e))
             continue
         chosen.setdefault(fn, []).append((k, spec))
+        if spec["test"] and not sig_seen:
+            NS_SIGNAL_H[0] = True
         spec["where"] = "%s:%s:%s-%s" % k
         NS_SITES["%d:%d" % (k[1], k[2])] = spec
     if not chosen:
@@ -2041,6 +2058,31 @@ p << nsleft.p;
 @@
 coccinelle.ns_info.append("%s: INFO: nested sleep not rewritten: no rewrite rule matched the statement "
                           "around %s()" % (ns_spec(p, [we, E, cond])["where"], we))
+
+// The rewrite's signal test, signal_pending(current) and the like, is
+// declared in <linux/sched/signal.h>: added beside <linux/sched.h> or
+// before <linux/wait.h> when the file neither includes it nor calls such
+// a test already (ns_pick() refuses the sites of a file that has
+// neither).  spatch 1.1.1 adds a line beside an #include only when the
+// rule names that header.
+
+@nssigh depends on patch@
+identifier fn : script:python() { NS_SIGNAL_H[0] };
+@@
+
+fn(...) { ... }
+
+@nsinc depends on patch && nssigh@
+@@
+
+ #include <linux/sched.h>
++#include <linux/sched/signal.h>
+
+@depends on patch && nssigh && !nsinc@
+@@
+
++#include <linux/sched/signal.h>
+ #include <linux/wait.h>
 
 // ---------------------------------------------------------------------------
 // Output: one line per wait site, its sleep paths grouped.

@@ -59,6 +59,23 @@ class SpatchMessagesTest(unittest.TestCase):
 		self.assertQuiet(r, "nested_sleep.cocci -D patch on patch_refused.c")
 		self.assertIn("INFO: nested sleep not rewritten", r.stdout)
 
+	def test_a_file_after_a_rewritten_one_is_left_alone(self):
+		"""coccicheck runs one spatch over a directory: what the rule
+		chose for one file (an #include for its signal test, the sites
+		and their texts) must not touch the next file."""
+		shutil.copy(os.path.join(FIXTURES, "patch_one.c"), os.path.join(self.dir, "a.c"))
+		with open(os.path.join(self.dir, "b.c"), "w") as f:
+			f.write("#include <linux/sched.h>\n#include <linux/wait.h>\n\n"
+				"int b(wait_queue_head_t *q, int *c)\n{\n"
+				"\treturn wait_event_interruptible(*q, *c);\n}\n")
+		cmd = ["spatch", "--very-quiet", "--cocci-file", os.path.join(COCCI, "nested_sleep.cocci"),
+		       "--no-includes", "--include-headers", "-D", "patch", "--dir", "."]
+		r = subprocess.run(cmd, capture_output=True, text=True, cwd=self.dir, timeout=300)
+		self.assertQuiet(r, "nested_sleep.cocci -D patch --dir")
+		files = re.findall(r"(?m)^\+\+\+ (\S+)", r.stdout)
+		self.assertEqual([os.path.basename(f) for f in files], ["a.c"], r.stdout)
+		self.assertIn("+#include <linux/sched/signal.h>", r.stdout)
+
 	def test_other_modes_alone_are_quiet(self):
 		for mode in ("report", "context", "org"):
 			r = self.run_rule("nested_sleep.cocci", "direct.c", [mode])
