@@ -66,9 +66,10 @@
 //# exclusive wait converted to add_wait_queue_exclusive() may swallow a
 //# wakeup when it leaves on a signal, so one that tests a signal is left
 //# alone.  Alone, an unbraced if arm that held the wait gets braces, its
-//# other arm does not.  A wait whose call reads the same (waiter, queue
-//# and condition) as another wait of its function is rewritten by a second
-//# run, and listed as an INFO line until then.
+//# other arm does not.  Several waits of a function are rewritten in one run,
+//# but where one of them is left as it is (an INFO line says why), a wait
+//# that reads the same (waiter, queue and condition) waits for a second
+//# run, with an INFO line.
 // Confidence: Moderate
 // Copyright: (C) 2026 The nestsleep developers.
 // URL: https://coccinelle.gitlabpages.inria.fr/website
@@ -598,7 +599,7 @@ def ns_site(p):
 # longer name the source file's lines.  There a site is known by its
 # function and its call's text (the waiter, its queue and its condition,
 # as the site rule binds them; blanks removed), which ns_pick() keeps only
-# for a text no other site of the function has.
+# where no wait of the function that is left as it is reads the same.
 NS_PATH = [None]
 NS_BYTEXT = {}
 # whether the rewrite's signal test needs #include <linux/sched/signal.h>
@@ -806,15 +807,8 @@ def ns_pick():
     # a file that includes it, or calls them already, sees them
     sig_seen = "linux/sched/signal.h" in incs or \
         re.search(r"\b(?:fatal_)?signal_pending(?:_state)?\s*\(", text) is not None
-    chosen = {}     # function -> [(site, spec)]
-    texts = {}      # function -> the call texts of its sites
-    for k in sorted(sites):
-        r = sites[k]
-        try:
-            tx = ns_text([r["site"]] + ns_read_call(r, text, lines)[2][:2])
-        except ValueError:
-            tx = None
-        texts.setdefault(r["func"], []).append(tx)
+    ok = []         # (site, function, spec) of the sites that pass
+    left = {}       # function -> the call texts of its other sites
     for k in sorted(sites):
         r = sites[k]
         fn = r["func"]
@@ -831,15 +825,27 @@ def ns_pick():
             if spec["test"] and not sig_seen and not incs & set(NS_SIGNAL_BESIDE):
                 raise ValueError("its signal test needs <linux/sched/signal.h>, and the file has no "
                                  "#include <%s> to add it beside" % "> or <".join(NS_SIGNAL_BESIDE))
-            # the second wait of a function is found by its text
-            # (ns_spec()): only where no other wait of it reads the same
-            if fn in chosen and (None in texts[fn] or texts[fn].count(spec["text"]) > 1 or
-                                 any(texts[fn].count(s["text"]) > 1 for _, s in chosen[fn])):
-                raise ValueError("another wait of %s() with the same text is rewritten in this run; "
-                                 "run MODE=patch again on the result" % fn)
+            ok.append((k, fn, spec))
         except ValueError as e:
             coccinelle.ns_info.append("%s:%s:%s-%s: INFO: nested sleep not rewritten: %s" % (
                 k[0], k[1], k[2], k[3], e))
+            try:
+                tx = ns_text([r["site"]] + ns_read_call(r, text, lines)[2][:2])
+            except ValueError:
+                tx = None
+            left.setdefault(fn, set()).add(tx)
+    # After the first rewrite in a function, its other sites are found by
+    # their text (ns_spec()), which must then name no site left as it is.
+    # Sites of the same text are rewritten alike.
+    many = set(fn for _, fn, _ in ok if sum(1 for _, f, _ in ok if f == fn) > 1)
+    chosen = {}     # function -> [(site, spec)]
+    for k, fn, spec in ok:
+        if fn in many and fn in chosen and (None in left.get(fn, ()) or spec["text"] in left.get(fn, ()) or
+                                            any(s["text"] in left.get(fn, ()) for _, s in chosen[fn])):
+            coccinelle.ns_info.append("%s:%s:%s-%s: INFO: nested sleep not rewritten: another wait of "
+                                      "%s() is rewritten in this run, and one that reads the same is left "
+                                      "as it is; run MODE=patch again on the result" % (
+                                          k[0], k[1], k[2], k[3], fn))
             continue
         chosen.setdefault(fn, []).append((k, spec))
         if spec["test"] and not sig_seen:
