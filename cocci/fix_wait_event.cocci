@@ -54,6 +54,7 @@ virtual balance
 @@
 import json
 import os
+import re
 
 NS = json.loads(os.environ.get("NESTSLEEP_SITES") or "{}")
 NS_SITES = NS.get("sites", {})
@@ -68,10 +69,23 @@ def ns_site(p):
     return ns_key(p) in NS_SITES
 
 
-def ns_form(p, key, form):
+def ns_same(a, b):
+    return re.sub(r"\s+", "", str(a)) == re.sub(r"\s+", "", b)
+
+
+# p is a site of this form, and the queue, state, add_wait_queue*() and
+# signal test that args made, and the wait entry that names made, are the
+# site's own: rule instances of other sites leave it alone.  (spatch warns
+# of an inherited metavariable that only a constraint reads, so no key of
+# the site is inherited for this.)  call, the site's waiter, queue and
+# condition, serves nested_sleep.cocci's copy; the driver passes one site
+# per run.
+def ns_form(p, form, call, q, st, add, wait, test=None):
     s = NS_SITES.get(ns_key(p))
-    return s is not None and s["form"] == form and \
-        "L%s_C%s" % (p[0].line, p[0].column) == str(key)
+    return s is not None and s["form"] == form and ns_same(q, s["queue"]) and \
+        ns_same(st, s["state"]) and ns_same(add, s.get("add", "add_wait_queue")) and \
+        ns_same(wait, ns_names(p[0].current_element).get("wait", "wait")) and \
+        (test is None or ns_same(test, s.get("test") or "0"))
 
 
 def ns_names(fn):
@@ -102,11 +116,11 @@ def ns_first(p, fn):
 
 @site depends on patch@
 identifier fn, we;
-expression list es;
+expression E, cond;
 position p : script:python() { ns_site(p) };
 @@
 
-fn(...) { <+... we@p(es) ...+> }
+fn(...) { <+... we@p(E, cond, ...) ...+> }
 
 // The names, chosen by the driver.  One set per function.
 
@@ -126,7 +140,6 @@ coccinelle.tmo = cocci.make_ident(names.get("tmo", "timeout"))
 
 @script:python args@
 p << site.p;
-key;
 add;
 q;
 st;
@@ -134,7 +147,6 @@ test;
 @@
 
 s = NS_SITES[ns_key(p)]
-coccinelle.key = cocci.make_ident("L%s_C%s" % (p[0].line, p[0].column))
 coccinelle.add = cocci.make_ident(s.get("add", "add_wait_queue"))
 coccinelle.q = cocci.make_expr(s["queue"])
 coccinelle.st = cocci.make_expr(s["state"])
@@ -144,12 +156,13 @@ coccinelle.test = cocci.make_expr(s.get("test") or "0")
 // discarded wait_event_freezable().
 
 @depends on patch@
-expression E, cond;
-identifier we;
+expression site.E, site.cond;
+identifier site.we;
 identifier names.wait;
 expression args.q, args.st;
-identifier args.key, args.add;
-position p : script:python(key) { ns_form(p, key, "plain") };
+identifier args.add;
+position p : script:python(we, E, cond, q, st, add, wait) {
+	ns_form(p, "plain", [we, E, cond], q, st, add, wait) };
 @@
 
 - we@p(E, cond);
@@ -161,12 +174,14 @@ position p : script:python(key) { ns_form(p, key, "plain") };
 // wait_event_cmd(): cmd1 before each sleep, cmd2 after it.
 
 @depends on patch@
-expression E, cond, cmd1, cmd2;
-identifier we;
+expression site.E, site.cond;
+expression cmd1, cmd2;
+identifier site.we;
 identifier names.wait;
 expression args.q, args.st;
-identifier args.key, args.add;
-position p : script:python(key) { ns_form(p, key, "cmd") };
+identifier args.add;
+position p : script:python(we, E, cond, q, st, add, wait) {
+	ns_form(p, "cmd", [we, E, cond], q, st, add, wait) };
 @@
 
 - we@p(E, cond, cmd1, cmd2);
@@ -182,14 +197,16 @@ position p : script:python(key) { ns_form(p, key, "cmd") };
 // _killable, _freezable and _state waits.
 
 @depends on patch@
-expression E, cond, lv;
+expression site.E, site.cond;
+expression lv;
 expression list[n] rest;
-identifier we;
+identifier site.we;
 statement S1, S2;
 identifier names.wait, names.ret;
 expression args.q, args.st, args.test;
-identifier args.key, args.add;
-position p : script:python(key) { ns_form(p, key, "signal") };
+identifier args.add;
+position p : script:python(we, E, cond, q, st, add, wait, test) {
+	ns_form(p, "signal", [we, E, cond], q, st, add, wait, test) };
 @@
 
 (
@@ -296,13 +313,15 @@ position p : script:python(key) { ns_form(p, key, "signal") };
 // them through schedule_timeout().
 
 @depends on patch@
-expression E, cond, to, lv;
-identifier we;
+expression site.E, site.cond;
+expression to, lv;
+identifier site.we;
 statement S1, S2;
 identifier names.wait, names.tmo;
 expression args.q, args.st;
-identifier args.key, args.add;
-position p : script:python(key) { ns_form(p, key, "timeout") };
+identifier args.add;
+position p : script:python(we, E, cond, q, st, add, wait) {
+	ns_form(p, "timeout", [we, E, cond], q, st, add, wait) };
 @@
 
 (
@@ -416,13 +435,15 @@ position p : script:python(key) { ns_form(p, key, "timeout") };
 // and _freezable_timeout waits.
 
 @depends on patch@
-expression E, cond, to, lv;
-identifier we;
+expression site.E, site.cond;
+expression to, lv;
+identifier site.we;
 statement S1, S2;
 identifier names.wait, names.tmo;
 expression args.q, args.st, args.test;
-identifier args.key, args.add;
-position p : script:python(key) { ns_form(p, key, "signal_timeout") };
+identifier args.add;
+position p : script:python(we, E, cond, q, st, add, wait, test) {
+	ns_form(p, "signal_timeout", [we, E, cond], q, st, add, wait, test) };
 @@
 
 (
@@ -574,13 +595,14 @@ identifier names.wait;
 expression args.q;
 expression C;
 statement S1;
-position pb : script:python(fn) { pb[0].current_element == str(fn) };
 @@
 
+fn(...) {
+<...
 (
-  if@pb (C) { ... } else { ... }
+  if (C) { ... } else { ... }
 |
-  if@pb (C)
+  if (C)
 - S1
 - else
 + {
@@ -592,6 +614,8 @@ position pb : script:python(fn) { pb[0].current_element == str(fn) };
   ...
   }
 )
+...>
+}
 
 @depends on patch && balance disable braces0, braces1, braces2, braces3, braces4@
 identifier site.fn;
@@ -599,17 +623,18 @@ identifier names.wait;
 expression args.q;
 expression C, C2;
 statement S2, S3, S4;
-position pb : script:python(fn) { pb[0].current_element == str(fn) };
 @@
 
+fn(...) {
+<...
 (
-  if@pb (C) { ... } else { ... }
+  if (C) { ... } else { ... }
 |
-  if@pb (C) { ... } else if (C2) S3 else S4
+  if (C) { ... } else if (C2) S3 else S4
 |
-  if@pb (C) { ... } else if (C2) S3
+  if (C) { ... } else if (C2) S3
 |
-  if@pb (C) {
+  if (C) {
   ...
   remove_wait_queue(q, &wait);
   ...
@@ -619,24 +644,27 @@ position pb : script:python(fn) { pb[0].current_element == str(fn) };
 + S2
 + }
 )
+...>
+}
 
 // The functions the rules above rewrote: a site whose statement context
-// no rule matched gets no declarations either.
+// no rule matched gets no declarations either.  The rules below run only
+// where rw bound E (decl inherits it), on the site's function.
 
 @rw depends on patch@
 identifier site.fn, names.wait;
-identifier rfn : script:python(fn) { str(rfn) == str(fn) };
 expression E;
 @@
 
-rfn(...) { <+... remove_wait_queue(E, &wait); ...+> }
+fn(...) { <+... remove_wait_queue(E, &wait); ...+> }
 
 // The declarations, at the top of the function: the wait entry, and the
 // variable that carries the wait's value when one is needed.  A blank
 // line follows them when the function's first line is not a declaration.
 
 @script:python decl@
-fn << rw.rfn;
+fn << site.fn;
+E << rw.E;
 wait;
 t1;
 v1;
@@ -653,12 +681,12 @@ coccinelle.t2 = cocci.make_type(ds[1][0])
 coccinelle.v2 = cocci.make_ident(ds[1][1])
 
 @first0 depends on patch@
-identifier rw.rfn, decl.wait;
+identifier site.fn, decl.wait;
 statement S;
-position pd : script:python(rfn) { ns_decls(rfn, 0) };
+position pd : script:python(fn) { ns_decls(fn, 0) };
 @@
 
-rfn@pd(...) {
+fn@pd(...) {
 + DEFINE_WAIT_FUNC(wait, woken_wake_function);
 +
   S
@@ -672,23 +700,23 @@ pd << first0.pd;
 ns_first_done.add(pd[0].current_element)
 
 @depends on patch@
-identifier rw.rfn, decl.wait;
-position pd : script:python(rfn) { ns_decls(rfn, 0) and not ns_first(pd, rfn) };
+identifier site.fn, decl.wait;
+position pd : script:python(fn) { ns_decls(fn, 0) and not ns_first(pd, fn) };
 @@
 
-rfn@pd(...) {
+fn@pd(...) {
 ++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
   ...
 }
 
 @first1 depends on patch@
-identifier rw.rfn, decl.wait, decl.v1;
+identifier site.fn, decl.wait, decl.v1;
 type decl.t1;
 statement S;
-position pd : script:python(rfn) { ns_decls(rfn, 1) };
+position pd : script:python(fn) { ns_decls(fn, 1) };
 @@
 
-rfn@pd(...) {
+fn@pd(...) {
 + DEFINE_WAIT_FUNC(wait, woken_wake_function);
 + t1 v1;
 +
@@ -703,25 +731,25 @@ pd << first1.pd;
 ns_first_done.add(pd[0].current_element)
 
 @depends on patch@
-identifier rw.rfn, decl.wait, decl.v1;
+identifier site.fn, decl.wait, decl.v1;
 type decl.t1;
-position pd : script:python(rfn) { ns_decls(rfn, 1) and not ns_first(pd, rfn) };
+position pd : script:python(fn) { ns_decls(fn, 1) and not ns_first(pd, fn) };
 @@
 
-rfn@pd(...) {
+fn@pd(...) {
 ++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
 ++ t1 v1;
   ...
 }
 
 @first2 depends on patch@
-identifier rw.rfn, decl.wait, decl.v1, decl.v2;
+identifier site.fn, decl.wait, decl.v1, decl.v2;
 type decl.t1, decl.t2;
 statement S;
-position pd : script:python(rfn) { ns_decls(rfn, 2) };
+position pd : script:python(fn) { ns_decls(fn, 2) };
 @@
 
-rfn@pd(...) {
+fn@pd(...) {
 + DEFINE_WAIT_FUNC(wait, woken_wake_function);
 + t1 v1;
 + t2 v2;
@@ -737,12 +765,12 @@ pd << first2.pd;
 ns_first_done.add(pd[0].current_element)
 
 @depends on patch@
-identifier rw.rfn, decl.wait, decl.v1, decl.v2;
+identifier site.fn, decl.wait, decl.v1, decl.v2;
 type decl.t1, decl.t2;
-position pd : script:python(rfn) { ns_decls(rfn, 2) and not ns_first(pd, rfn) };
+position pd : script:python(fn) { ns_decls(fn, 2) and not ns_first(pd, fn) };
 @@
 
-rfn@pd(...) {
+fn@pd(...) {
 ++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
 ++ t1 v1;
 ++ t2 v2;

@@ -66,8 +66,10 @@
 //# exclusive wait converted to add_wait_queue_exclusive() may swallow a
 //# wakeup when it leaves on a signal, so one that tests a signal is left
 //# alone.  Alone, an unbraced if arm that held the wait gets braces, its
-//# other arm does not, and a second wait of a function (or of another form
-//# in the file) is rewritten by a second run.
+//# other arm does not.  Several waits of a function are rewritten in one run,
+//# but where one of them is left as it is (an INFO line says why), a wait
+//# that reads the same (waiter, queue and condition) waits for a second
+//# run, with an INFO line.
 // Confidence: Moderate
 // Copyright: (C) 2026 The nestsleep developers.
 // URL: https://coccinelle.gitlabpages.inria.fr/website
@@ -592,10 +594,46 @@ def ns_site(p):
     return ns_key(p) in NS_SITES
 
 
-def ns_form(p, key, form):
-    s = NS_SITES.get(ns_key(p))
-    return s is not None and s["form"] == form and \
-        "L%s_C%s" % (p[0].line, p[0].column) == str(key)
+# Once a rule has rewritten a site, spatch 1.1.1 re-reads its function
+# from a temporary file: the positions of the function's other waits no
+# longer name the source file's lines.  There a site is known by its
+# function and its call's text (the waiter, its queue and its condition,
+# as the site rule binds them; blanks removed), which ns_pick() keeps only
+# where no wait of the function that is left as it is reads the same.
+NS_PATH = [None]
+NS_BYTEXT = {}
+# whether the rewrite's signal test needs #include <linux/sched/signal.h>
+# (rules nssigh, nsinc), and the includes it can go beside
+NS_SIGNAL_H = [False]
+NS_SIGNAL_BESIDE = ("linux/sched.h", "linux/wait.h")
+
+
+def ns_text(call):
+    return re.sub(r"\s+", "", ",".join(s for s in map(str, call) if s.strip()))
+
+
+def ns_spec(p, call):
+    if p[0].file == NS_PATH[0]:
+        return NS_SITES.get(ns_key(p))
+    return NS_BYTEXT.get((p[0].current_element, ns_text(call)))
+
+
+def ns_same(a, b):
+    return re.sub(r"\s+", "", str(a)) == re.sub(r"\s+", "", b)
+
+
+# p is a site of this form, and the queue, state, add_wait_queue*() and
+# signal test that args made, and the wait entry that names made, are the
+# site's own: rule instances of other sites leave it alone.  (spatch warns
+# of an inherited metavariable that only a constraint reads, so no key of
+# the site is inherited for this.)  call is the site's waiter, queue and
+# condition (ns_spec()).
+def ns_form(p, form, call, q, st, add, wait, test=None):
+    s = ns_spec(p, call)
+    return s is not None and s["form"] == form and ns_same(q, s["queue"]) and \
+        ns_same(st, s["state"]) and ns_same(add, s.get("add", "add_wait_queue")) and \
+        ns_same(wait, ns_names(p[0].current_element).get("wait", "wait")) and \
+        (test is None or ns_same(test, s.get("test") or "0"))
 
 
 def ns_names(fn):
@@ -642,6 +680,19 @@ def ns_call_args(text, i):
     return None
 
 
+def ns_read_call(r, text, lines):
+    # the site's offset, its '(' and ')' and its arguments
+    w = r["site"]
+    off = sum(len(l) for l in lines[:r["line"] - 1]) + r["col"]
+    if not text.startswith(w, off):
+        raise ValueError("the source at the site is not %s()" % w)
+    po = text.find("(", off + len(w))
+    got = ns_call_args(text, po) if po >= 0 else None
+    if got is None:
+        raise ValueError("cannot read the arguments of %s()" % w)
+    return off, po, [text[a:b].strip() for a, b in got[0]], got[1]
+
+
 def ns_pick_one(r, text, lines, idents):
     # the site's spec, or raise ValueError(reason)
     w = r["site"]
@@ -654,15 +705,7 @@ def ns_pick_one(r, text, lines, idents):
     if w not in NS_FIX_WAITERS:
         raise ValueError("%s() has no wait_woken() rewrite" % w)
     st, sig, timeout, excl, cmd, value = NS_FIX_WAITERS[w]
-    off = sum(len(l) for l in lines[:r["line"] - 1]) + r["col"]
-    if not text.startswith(w, off):
-        raise ValueError("the source at the site is not %s()" % w)
-    po = text.find("(", off + len(w))
-    got = ns_call_args(text, po) if po >= 0 else None
-    if got is None:
-        raise ValueError("cannot read the arguments of %s()" % w)
-    args = [text[a:b].strip() for a, b in got[0]]
-    pc = got[1]
+    off, po, args, pc = ns_read_call(r, text, lines)
     cond = args[NS_WAITERS[w][0]] if NS_WAITERS[w][0] < len(args) else ""
     if "({" in cond or re.search(r"[^=!<>+\-*/%&|^]=[^=]", cond):
         raise ValueError("the condition assigns or is a statement expression; nestsleep's driver "
@@ -714,7 +757,8 @@ def ns_pick_one(r, text, lines, idents):
         q = "&(%s)" % q
     return {"form": form, "queue": q, "state": st, "test": sig,
             "add": "add_wait_queue_exclusive" if excl else "add_wait_queue",
-            "need": need and form == "signal" or form in ("timeout", "signal_timeout")}
+            "need": need and form == "signal" or form in ("timeout", "signal_timeout"),
+            "text": ns_text([w] + args[:2])}
 
 
 def ns_pick_name(taken, choices):
@@ -730,8 +774,12 @@ def ns_pick_name(taken, choices):
 def ns_pick():
     # once per file, after the matching rules: choose the sites of this
     # file that the copied fix_wait_event.cocci rules rewrite
+    # (coccicheck runs one spatch over many files: nothing carries over)
     NS_SITES.clear()
     NS_NAMES.clear()
+    NS_BYTEXT.clear()
+    NS_PATH[0] = None
+    NS_SIGNAL_H[0] = False
     ns_first_done.clear()
     new = coccinelle.ns_recs[ns_recs_seen[0]:]
     ns_recs_seen[0] = len(coccinelle.ns_recs)
@@ -753,8 +801,14 @@ def ns_pick():
     lines = text.splitlines(True)
     idents = set(re.findall(r"[A-Za-z_]\w*", text))
     wk = sorted((l, w) for (f, l, w) in ns_wakers if f == path)
-    chosen = {}
-    first = None
+    NS_PATH[0] = path
+    incs = set(re.findall(r"(?m)^#\s*include\s*<([^>]+)>", text))
+    # signal_pending() and friends are declared in <linux/sched/signal.h>;
+    # a file that includes it, or calls them already, sees them
+    sig_seen = "linux/sched/signal.h" in incs or \
+        re.search(r"\b(?:fatal_)?signal_pending(?:_state)?\s*\(", text) is not None
+    ok = []         # (site, function, spec) of the sites that pass
+    left = {}       # function -> the call texts of its other sites
     for k in sorted(sites):
         r = sites[k]
         fn = r["func"]
@@ -768,27 +822,52 @@ def ns_pick():
                                  "would be lost" % (fn, ns_stores[(path, fn)]))
             if wk:
                 raise ValueError("the file wakes tasks directly (%s() on line %d)" % (wk[0][1], wk[0][0]))
-            if fn in chosen or (first is not None and (spec["form"], spec["need"]) != first):
-                raise ValueError("another wait of this file is rewritten in this run; run MODE=patch "
-                                 "again on the result")
+            if spec["test"] and not sig_seen and not incs & set(NS_SIGNAL_BESIDE):
+                raise ValueError("its signal test needs <linux/sched/signal.h>, and the file has no "
+                                 "#include <%s> to add it beside" % "> or <".join(NS_SIGNAL_BESIDE))
+            ok.append((k, fn, spec))
         except ValueError as e:
             coccinelle.ns_info.append("%s:%s:%s-%s: INFO: nested sleep not rewritten: %s" % (
                 k[0], k[1], k[2], k[3], e))
+            try:
+                tx = ns_text([r["site"]] + ns_read_call(r, text, lines)[2][:2])
+            except ValueError:
+                tx = None
+            left.setdefault(fn, set()).add(tx)
+    # After the first rewrite in a function, its other sites are found by
+    # their text (ns_spec()), which must then name no site left as it is.
+    # Sites of the same text are rewritten alike.
+    many = set(fn for _, fn, _ in ok if sum(1 for _, f, _ in ok if f == fn) > 1)
+    chosen = {}     # function -> [(site, spec)]
+    for k, fn, spec in ok:
+        if fn in many and fn in chosen and (None in left.get(fn, ()) or spec["text"] in left.get(fn, ()) or
+                                            any(s["text"] in left.get(fn, ()) for _, s in chosen[fn])):
+            coccinelle.ns_info.append("%s:%s:%s-%s: INFO: nested sleep not rewritten: another wait of "
+                                      "%s() is rewritten in this run, and one that reads the same is left "
+                                      "as it is; run MODE=patch again on the result" % (
+                                          k[0], k[1], k[2], k[3], fn))
             continue
-        first = (spec["form"], spec["need"])
-        chosen[fn] = spec
+        chosen.setdefault(fn, []).append((k, spec))
+        if spec["test"] and not sig_seen:
+            NS_SIGNAL_H[0] = True
+        spec["where"] = "%s:%s:%s-%s" % k
         NS_SITES["%d:%d" % (k[1], k[2])] = spec
     if not chosen:
         return
-    names = {"wait": ns_pick_name(idents, ["wait", "wait_entry", "woken_wait"]), "decls": []}
-    form, need = first
-    if form == "signal" and need:
-        names["ret"] = ns_pick_name(idents, ["ret", "err", "wait_ret"])
-        names["decls"].append(["int", names["ret"]])
-    if form in ("timeout", "signal_timeout"):
-        names["tmo"] = ns_pick_name(idents, ["timeout", "remaining", "tmo"])
-        names["decls"].append(["long", names["tmo"]])
-    for fn in chosen:
+    wait = ns_pick_name(idents, ["wait", "wait_entry", "woken_wait"])
+    ret = ns_pick_name(idents, ["ret", "err", "wait_ret"])
+    tmo = ns_pick_name(idents, ["timeout", "remaining", "tmo"])
+    for fn, specs in chosen.items():
+        if len(specs) > 1:
+            for _, s in specs:
+                NS_BYTEXT[(fn, s["text"])] = s
+        names = {"wait": wait, "decls": []}
+        if any(s["form"] == "signal" and s["need"] for _, s in specs):
+            names["ret"] = ret
+            names["decls"].append(["int", ret])
+        if any(s["form"] in ("timeout", "signal_timeout") for _, s in specs):
+            names["tmo"] = tmo
+            names["decls"].append(["long", tmo])
         NS_NAMES[fn] = names
 
 def ns_is_waiter(w):
@@ -1303,11 +1382,11 @@ ns_pick()
 
 @site depends on patch@
 identifier fn, we;
-expression list es;
+expression E, cond;
 position p : script:python() { ns_site(p) };
 @@
 
-fn(...) { <+... we@p(es) ...+> }
+fn(...) { <+... we@p(E, cond, ...) ...+> }
 
 // The names, chosen by the driver.  One set per function.
 
@@ -1327,7 +1406,6 @@ coccinelle.tmo = cocci.make_ident(names.get("tmo", "timeout"))
 
 @script:python args@
 p << site.p;
-key;
 add;
 q;
 st;
@@ -1335,7 +1413,6 @@ test;
 @@
 
 s = NS_SITES[ns_key(p)]
-coccinelle.key = cocci.make_ident("L%s_C%s" % (p[0].line, p[0].column))
 coccinelle.add = cocci.make_ident(s.get("add", "add_wait_queue"))
 coccinelle.q = cocci.make_expr(s["queue"])
 coccinelle.st = cocci.make_expr(s["state"])
@@ -1345,12 +1422,13 @@ coccinelle.test = cocci.make_expr(s.get("test") or "0")
 // discarded wait_event_freezable().
 
 @depends on patch@
-expression E, cond;
-identifier we;
+expression site.E, site.cond;
+identifier site.we;
 identifier names.wait;
 expression args.q, args.st;
-identifier args.key, args.add;
-position p : script:python(key) { ns_form(p, key, "plain") };
+identifier args.add;
+position p : script:python(we, E, cond, q, st, add, wait) {
+	ns_form(p, "plain", [we, E, cond], q, st, add, wait) };
 @@
 
 - we@p(E, cond);
@@ -1362,12 +1440,14 @@ position p : script:python(key) { ns_form(p, key, "plain") };
 // wait_event_cmd(): cmd1 before each sleep, cmd2 after it.
 
 @depends on patch@
-expression E, cond, cmd1, cmd2;
-identifier we;
+expression site.E, site.cond;
+expression cmd1, cmd2;
+identifier site.we;
 identifier names.wait;
 expression args.q, args.st;
-identifier args.key, args.add;
-position p : script:python(key) { ns_form(p, key, "cmd") };
+identifier args.add;
+position p : script:python(we, E, cond, q, st, add, wait) {
+	ns_form(p, "cmd", [we, E, cond], q, st, add, wait) };
 @@
 
 - we@p(E, cond, cmd1, cmd2);
@@ -1383,14 +1463,16 @@ position p : script:python(key) { ns_form(p, key, "cmd") };
 // _killable, _freezable and _state waits.
 
 @depends on patch@
-expression E, cond, lv;
+expression site.E, site.cond;
+expression lv;
 expression list[n] rest;
-identifier we;
+identifier site.we;
 statement S1, S2;
 identifier names.wait, names.ret;
 expression args.q, args.st, args.test;
-identifier args.key, args.add;
-position p : script:python(key) { ns_form(p, key, "signal") };
+identifier args.add;
+position p : script:python(we, E, cond, q, st, add, wait, test) {
+	ns_form(p, "signal", [we, E, cond], q, st, add, wait, test) };
 @@
 
 (
@@ -1497,13 +1579,15 @@ position p : script:python(key) { ns_form(p, key, "signal") };
 // them through schedule_timeout().
 
 @depends on patch@
-expression E, cond, to, lv;
-identifier we;
+expression site.E, site.cond;
+expression to, lv;
+identifier site.we;
 statement S1, S2;
 identifier names.wait, names.tmo;
 expression args.q, args.st;
-identifier args.key, args.add;
-position p : script:python(key) { ns_form(p, key, "timeout") };
+identifier args.add;
+position p : script:python(we, E, cond, q, st, add, wait) {
+	ns_form(p, "timeout", [we, E, cond], q, st, add, wait) };
 @@
 
 (
@@ -1617,13 +1701,15 @@ position p : script:python(key) { ns_form(p, key, "timeout") };
 // and _freezable_timeout waits.
 
 @depends on patch@
-expression E, cond, to, lv;
-identifier we;
+expression site.E, site.cond;
+expression to, lv;
+identifier site.we;
 statement S1, S2;
 identifier names.wait, names.tmo;
 expression args.q, args.st, args.test;
-identifier args.key, args.add;
-position p : script:python(key) { ns_form(p, key, "signal_timeout") };
+identifier args.add;
+position p : script:python(we, E, cond, q, st, add, wait, test) {
+	ns_form(p, "signal_timeout", [we, E, cond], q, st, add, wait, test) };
 @@
 
 (
@@ -1775,13 +1861,14 @@ identifier names.wait;
 expression args.q;
 expression C;
 statement S1;
-position pb : script:python(fn) { pb[0].current_element == str(fn) };
 @@
 
+fn(...) {
+<...
 (
-  if@pb (C) { ... } else { ... }
+  if (C) { ... } else { ... }
 |
-  if@pb (C)
+  if (C)
 - S1
 - else
 + {
@@ -1793,6 +1880,8 @@ position pb : script:python(fn) { pb[0].current_element == str(fn) };
   ...
   }
 )
+...>
+}
 
 @depends on patch && balance disable braces0, braces1, braces2, braces3, braces4@
 identifier site.fn;
@@ -1800,17 +1889,18 @@ identifier names.wait;
 expression args.q;
 expression C, C2;
 statement S2, S3, S4;
-position pb : script:python(fn) { pb[0].current_element == str(fn) };
 @@
 
+fn(...) {
+<...
 (
-  if@pb (C) { ... } else { ... }
+  if (C) { ... } else { ... }
 |
-  if@pb (C) { ... } else if (C2) S3 else S4
+  if (C) { ... } else if (C2) S3 else S4
 |
-  if@pb (C) { ... } else if (C2) S3
+  if (C) { ... } else if (C2) S3
 |
-  if@pb (C) {
+  if (C) {
   ...
   remove_wait_queue(q, &wait);
   ...
@@ -1820,24 +1910,27 @@ position pb : script:python(fn) { pb[0].current_element == str(fn) };
 + S2
 + }
 )
+...>
+}
 
 // The functions the rules above rewrote: a site whose statement context
-// no rule matched gets no declarations either.
+// no rule matched gets no declarations either.  The rules below run only
+// where rw bound E (decl inherits it), on the site's function.
 
 @rw depends on patch@
 identifier site.fn, names.wait;
-identifier rfn : script:python(fn) { str(rfn) == str(fn) };
 expression E;
 @@
 
-rfn(...) { <+... remove_wait_queue(E, &wait); ...+> }
+fn(...) { <+... remove_wait_queue(E, &wait); ...+> }
 
 // The declarations, at the top of the function: the wait entry, and the
 // variable that carries the wait's value when one is needed.  A blank
 // line follows them when the function's first line is not a declaration.
 
 @script:python decl@
-fn << rw.rfn;
+fn << site.fn;
+E << rw.E;
 wait;
 t1;
 v1;
@@ -1854,12 +1947,12 @@ coccinelle.t2 = cocci.make_type(ds[1][0])
 coccinelle.v2 = cocci.make_ident(ds[1][1])
 
 @first0 depends on patch@
-identifier rw.rfn, decl.wait;
+identifier site.fn, decl.wait;
 statement S;
-position pd : script:python(rfn) { ns_decls(rfn, 0) };
+position pd : script:python(fn) { ns_decls(fn, 0) };
 @@
 
-rfn@pd(...) {
+fn@pd(...) {
 + DEFINE_WAIT_FUNC(wait, woken_wake_function);
 +
   S
@@ -1873,23 +1966,23 @@ pd << first0.pd;
 ns_first_done.add(pd[0].current_element)
 
 @depends on patch@
-identifier rw.rfn, decl.wait;
-position pd : script:python(rfn) { ns_decls(rfn, 0) and not ns_first(pd, rfn) };
+identifier site.fn, decl.wait;
+position pd : script:python(fn) { ns_decls(fn, 0) and not ns_first(pd, fn) };
 @@
 
-rfn@pd(...) {
+fn@pd(...) {
 ++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
   ...
 }
 
 @first1 depends on patch@
-identifier rw.rfn, decl.wait, decl.v1;
+identifier site.fn, decl.wait, decl.v1;
 type decl.t1;
 statement S;
-position pd : script:python(rfn) { ns_decls(rfn, 1) };
+position pd : script:python(fn) { ns_decls(fn, 1) };
 @@
 
-rfn@pd(...) {
+fn@pd(...) {
 + DEFINE_WAIT_FUNC(wait, woken_wake_function);
 + t1 v1;
 +
@@ -1904,25 +1997,25 @@ pd << first1.pd;
 ns_first_done.add(pd[0].current_element)
 
 @depends on patch@
-identifier rw.rfn, decl.wait, decl.v1;
+identifier site.fn, decl.wait, decl.v1;
 type decl.t1;
-position pd : script:python(rfn) { ns_decls(rfn, 1) and not ns_first(pd, rfn) };
+position pd : script:python(fn) { ns_decls(fn, 1) and not ns_first(pd, fn) };
 @@
 
-rfn@pd(...) {
+fn@pd(...) {
 ++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
 ++ t1 v1;
   ...
 }
 
 @first2 depends on patch@
-identifier rw.rfn, decl.wait, decl.v1, decl.v2;
+identifier site.fn, decl.wait, decl.v1, decl.v2;
 type decl.t1, decl.t2;
 statement S;
-position pd : script:python(rfn) { ns_decls(rfn, 2) };
+position pd : script:python(fn) { ns_decls(fn, 2) };
 @@
 
-rfn@pd(...) {
+fn@pd(...) {
 + DEFINE_WAIT_FUNC(wait, woken_wake_function);
 + t1 v1;
 + t2 v2;
@@ -1938,12 +2031,12 @@ pd << first2.pd;
 ns_first_done.add(pd[0].current_element)
 
 @depends on patch@
-identifier rw.rfn, decl.wait, decl.v1, decl.v2;
+identifier site.fn, decl.wait, decl.v1, decl.v2;
 type decl.t1, decl.t2;
-position pd : script:python(rfn) { ns_decls(rfn, 2) and not ns_first(pd, rfn) };
+position pd : script:python(fn) { ns_decls(fn, 2) and not ns_first(pd, fn) };
 @@
 
-rfn@pd(...) {
+fn@pd(...) {
 ++ DEFINE_WAIT_FUNC(wait, woken_wake_function);
 ++ t1 v1;
 ++ t2 v2;
@@ -1951,6 +2044,51 @@ rfn@pd(...) {
 }
 
 // END COPY
+
+// A chosen site that is still there: no rewrite rule matched its
+// statement.  It is listed, not left out in silence.
+
+@nsleft depends on patch@
+identifier we;
+expression E, cond;
+position p : script:python(we, E, cond) { ns_spec(p, [we, E, cond]) is not None };
+@@
+
+we@p(E, cond, ...)
+
+@script:python@
+we << nsleft.we;
+E << nsleft.E;
+cond << nsleft.cond;
+p << nsleft.p;
+@@
+coccinelle.ns_info.append("%s: INFO: nested sleep not rewritten: no rewrite rule matched the statement "
+                          "around %s()" % (ns_spec(p, [we, E, cond])["where"], we))
+
+// The rewrite's signal test, signal_pending(current) and the like, is
+// declared in <linux/sched/signal.h>: added beside <linux/sched.h> or
+// before <linux/wait.h> when the file neither includes it nor calls such
+// a test already (ns_pick() refuses the sites of a file that has
+// neither).  spatch 1.1.1 adds a line beside an #include only when the
+// rule names that header.
+
+@nssigh depends on patch@
+identifier fn : script:python() { NS_SIGNAL_H[0] };
+@@
+
+fn(...) { ... }
+
+@nsinc depends on patch && nssigh@
+@@
+
+ #include <linux/sched.h>
++#include <linux/sched/signal.h>
+
+@depends on patch && nssigh && !nsinc@
+@@
+
++#include <linux/sched/signal.h>
+ #include <linux/wait.h>
 
 // ---------------------------------------------------------------------------
 // Output: one line per wait site, its sleep paths grouped.

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Compile check of the patch fixtures: each .c and its .res build.
 
-  check_fixture_build.py [--fast] [--only X] [--fixtures DIR] [--kdir K] [--build-dir B] [-v]
+  check_fixture_build.py [--fast] [--only X] [--fixtures DIR] [--standalone DIR]
+                         [--kdir K] [--build-dir B] [-v]
 
 A patch fixture (fixtures/patch/NAME.c with NAME.res, or the tree NAME/
 with NAME.res/) is C that a maintainer would compile: the code before
@@ -18,6 +19,11 @@ The res form is the source tree with the .res files put over it (a .res/
 tree holds the files that MODE=patch changes).  A tree with a Kbuild keeps
 it; otherwise each .c file is a module of its own.  Only the objects are
 built (no modpost, no link): a fixture need not be a whole module.
+
+The fixtures of the rule run alone (fixtures/standalone, --standalone; ""
+for none) are built too, as standalone/NAME: the c form is NAME.c, and
+where NAME.patch is (MODE=patch's expected diff) the res form is NAME.c
+with that diff applied by patch(1).
 
 The build directory is prepared when it is missing ('make tinyconfig',
 the proof's fragments, 'make olddefconfig modules_prepare'; about 60 s);
@@ -43,6 +49,7 @@ from nestsleep import TOP, cache_dir
 
 CACHE = cache_dir()
 FIXTURES = os.path.join(TOP, "fixtures", "patch")
+STANDALONE = os.path.join(TOP, "fixtures", "standalone")
 KTREE = os.path.join(CACHE, "linux-source-6.1")
 ROOT = os.path.join(CACHE, "fixture-build")
 KBUILD_LOCK = os.path.join(CACHE, "kbuild.lock")
@@ -55,12 +62,20 @@ PREPARED = (".config", "include/generated/autoconf.h", "include/config/auto.conf
 
 
 class Fixture:
-	"""A patch fixture: src is NAME.c or the tree NAME/, res its NAME.res."""
+	"""A patch fixture: src is NAME.c or the tree NAME/, res its NAME.res.
+	A standalone one has no res: its res form is src with the diff patch
+	applied (none: it has only the c form).  base names its file."""
 
-	def __init__(self, name, src, res):
+	def __init__(self, name, src, res, patch=None, base=None):
 		self.name = name
 		self.src = src
 		self.res = res
+		self.patch = patch
+		self.base = base or name
+		self.standalone = base is not None
+
+	def forms(self):
+		return FORMS if self.res or self.patch else FORMS[:1]
 
 
 def load_fixtures(fdir):
@@ -80,6 +95,21 @@ def load_fixtures(fdir):
 	return fxs, errors
 
 
+def load_standalone(sdir):
+	"""The standalone fixtures of sdir (each NAME.c, and NAME.patch when
+	MODE=patch rewrites it), and the diffs that have no source."""
+	fxs, errors = [], []
+	for entry in sorted(os.listdir(sdir)):
+		base, ext = os.path.splitext(entry)
+		src = os.path.join(sdir, base + ".c")
+		if ext == ".c":
+			patch = os.path.join(sdir, base + ".patch")
+			fxs.append(Fixture("standalone/" + base, src, None, patch if os.path.isfile(patch) else None, base))
+		elif ext == ".patch" and not os.path.isfile(src):
+			errors.append("%s: no %s.c beside it" % (os.path.relpath(os.path.join(sdir, entry), TOP), base))
+	return fxs, errors
+
+
 def _tree_files(d):
 	out = {}
 	for top, dirs, files in os.walk(d):
@@ -93,7 +123,7 @@ def _tree_files(d):
 def form_files(fx, form):
 	"""{name in the module dir: the file to copy there} for a form."""
 	if os.path.isfile(fx.src):
-		return {fx.name + ".c": fx.src if form == "c" else fx.res}
+		return {fx.base + ".c": fx.src if form == "c" or fx.patch else fx.res}
 	files = _tree_files(fx.src)
 	if form == "res":
 		files.update(_tree_files(fx.res))
@@ -103,6 +133,18 @@ def form_files(fx, form):
 def objects(files):
 	"""The objects to build: one per .c file."""
 	return sorted(f[:-2] + ".o" for f in files if f.endswith(".c"))
+
+
+def goal_clash(fx):
+	"""Why the kernel's make cannot build an object of fx as a goal, or
+	"": it takes a goal 'help%' (helper.o) for its help target, reads no
+	.config for it, and the compile then fails on an empty
+	-Wframe-larger-than=."""
+	bad = [o for o in objects(form_files(fx, "c")) if os.path.basename(o).startswith("help")]
+	if bad:
+		return "%s: the kernel's make reads no .config for a goal named help%% (%s): rename it" % (
+			fx.name, ", ".join(bad))
+	return ""
 
 
 def kbuild_text(files, read):
@@ -117,10 +159,12 @@ def _read(path):
 		return f.read()
 
 
-def selected(only, name):
+def selected(only, name, standalone=False):
 	"""--only X selects by 'fixture_build/NAME' (run_tests.py's name of the
-	results) or 'patch/NAME' (the fixture's own results)."""
-	return not only or only in "fixture_build/%s/" % name or only in "patch/%s/" % name
+	results) or 'patch/NAME' (a patch fixture's own results; a standalone
+	one's NAME says standalone/ already)."""
+	return not only or only in "fixture_build/%s/" % name or \
+		(not standalone and only in "patch/%s/" % name)
 
 
 DIAG = re.compile(r"^(?P<path>[^\s:]+):(?P<line>\d+):(?P<col>\d+): (?P<kind>warning|(?:fatal )?error): (?P<msg>.*)$")
@@ -217,20 +261,34 @@ def prepare(tree, verbose):
 	return ""
 
 
-def build_form(fx, form, kdir, build, verbose):
-	"""Copy a form into its module directory and build its objects:
-	(compiled, why not, sparse warnings, seconds)."""
-	files = form_files(fx, form)
-	moddir = os.path.join(ROOT, "%s-%s" % (fx.name, form))
+def fill_moddir(fx, form, files, moddir):
+	"""Put a form's files and its Kbuild in moddir (made anew); a
+	standalone fixture's res form gets its diff applied.  An error or ""."""
 	if os.path.isdir(moddir):
 		shutil.rmtree(moddir)
 	os.makedirs(moddir)
 	for rel, src in files.items():
 		os.makedirs(os.path.dirname(os.path.join(moddir, rel)), exist_ok=True)
 		shutil.copyfile(src, os.path.join(moddir, rel))
+	if form == "res" and fx.patch:
+		r = subprocess.run(["patch", "-p1", "-s", "--no-backup-if-mismatch", "-d", moddir, "-i", fx.patch],
+				   capture_output=True, text=True, stdin=subprocess.DEVNULL)
+		if r.returncode:
+			return "%s does not apply: %s" % (os.path.relpath(fx.patch, TOP), (r.stdout + r.stderr).strip()[-500:])
 	if "Kbuild" not in files:
 		with open(os.path.join(moddir, "Kbuild"), "w") as f:
 			f.write(kbuild_text(files, _read))
+	return ""
+
+
+def build_form(fx, form, kdir, build, verbose):
+	"""Copy a form into its module directory and build its objects:
+	(compiled, why not, sparse warnings, seconds)."""
+	files = form_files(fx, form)
+	moddir = os.path.join(ROOT, "%s-%s" % (fx.name.replace("/", "-"), form))
+	error = fill_moddir(fx, form, files, moddir)
+	if error:
+		return False, error, [], 0.0
 	args = ["M=" + moddir, "KCFLAGS=-Werror", "C=2"] + objects(files)
 	if verbose:
 		diag("$ flock %s make -C %s O=%s %s" % (KBUILD_LOCK, kdir, build, " ".join(args)))
@@ -263,25 +321,33 @@ def main(argv):
 	ap.add_argument("--fast", action="store_true", help="build nothing: every result is a SKIP")
 	ap.add_argument("--only", default="", help="only the fixtures whose result names contain this")
 	ap.add_argument("--fixtures", default=FIXTURES, help="the patch fixtures (default: %(default)s)")
+	ap.add_argument("--standalone", default=STANDALONE,
+			help="the fixtures of the rule run alone, \"\" for none (default: %(default)s)")
 	ap.add_argument("--kdir", default=KTREE, help="the kernel tree, only read (default: %(default)s)")
 	ap.add_argument("--build-dir", default="", help="the prepared build directory (default: the runtime proof's)")
 	ap.add_argument("-v", "--verbose", action="store_true")
 	a = ap.parse_args(argv)
-	if not os.path.isdir(a.fixtures):
-		print("check_fixture_build: no fixture directory %s" % a.fixtures, file=sys.stderr)
-		return 2
+	for d in (a.fixtures, a.standalone):
+		if d and not os.path.isdir(d):
+			print("check_fixture_build: no fixture directory %s" % d, file=sys.stderr)
+			return 2
 	fxs, errors = load_fixtures(a.fixtures)
-	fxs = [f for f in fxs if selected(a.only, f.name)]
+	if a.standalone:
+		more, errs = load_standalone(a.standalone)
+		fxs, errors = fxs + more, errors + errs
+	fxs = [f for f in fxs if selected(a.only, f.name, f.standalone)]
+	errors += [goal_clash(f) for f in fxs if goal_clash(f)]
+	fxs = [f for f in fxs if not goal_clash(f)]
 	ktap = Ktap()
 	print("KTAP version 1", flush=True)
-	print("1..%d" % (len(fxs) * 2 * len(FORMS) + len(errors)), flush=True)
+	print("1..%d" % (sum(2 * len(f.forms()) for f in fxs) + len(errors)), flush=True)
 	for e in errors:
 		ktap.result("fixtures", False, e)
 	if not fxs:
 		return 0
 	if a.fast:
 		for fx in fxs:
-			for form in FORMS:
+			for form in fx.forms():
 				ktap.result("%s/%s" % (fx.name, form), True, skip="--fast: no kernel build")
 				ktap.result("%s/%s/sparse" % (fx.name, form), True, skip="--fast: no kernel build")
 		return 0
@@ -302,7 +368,7 @@ def main(argv):
 		error = prepare(tree, a.verbose)
 	t0 = time.time()
 	for fx in fxs:
-		for form in FORMS:
+		for form in fx.forms():
 			name = "%s/%s" % (fx.name, form)
 			if error:
 				ktap.result(name, False, error)
@@ -315,7 +381,7 @@ def main(argv):
 			else:
 				ktap.result(name + "/sparse", not warns, "sparse warnings:\n" + "\n".join(warns))
 			diag("%s: %.1fs" % (name, secs))
-	diag("%d fixtures, %d forms built against %s in %.1fs" % (len(fxs), len(fxs) * len(FORMS), build,
+	diag("%d fixtures, %d forms built against %s in %.1fs" % (len(fxs), sum(len(f.forms()) for f in fxs), build,
 								   time.time() - t0))
 	return 0
 

@@ -38,6 +38,7 @@ import glob
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -379,6 +380,11 @@ def standalone_one(res, name, src, mode):
 		       "MODE=" + mode, "M=" + tmp, "J=1"]
 		proc = subprocess.run(cmd, capture_output=True, text=True, timeout=FIXTURE_TIMEOUT)
 		detail = "exit %d\n" % proc.returncode if proc.returncode else ""
+		# coccicheck puts spatch's stderr on stdout: a warning about the
+		# rule would be in the diff a user pipes to patch(1)
+		for l in (proc.stdout + proc.stderr).splitlines():
+			if re.search(r"\bwarning:|\bnot used\b", l):
+				detail += "spatch says: %s\n" % l
 
 		def expected(ext):
 			p = src[:-2] + "." + ext

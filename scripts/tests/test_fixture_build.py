@@ -72,6 +72,39 @@ class FixturesTest(unittest.TestCase):
 		self.assertEqual(cfb.kbuild_text({"b.c": "x", "a.c": "y", "s.h": "z"}, None), "obj-m += a.o b.o\n")
 		self.assertEqual(cfb.objects({"b.c": "", "a.c": "", "s.h": "", "Kbuild": ""}), ["a.o", "b.o"])
 
+	def test_standalone_fixtures_res_is_the_c_with_its_diff(self):
+		write(self.p("one.c"), "int one(void)\n{\n\treturn 1;\n}\n")
+		write(self.p("one.patch"), "--- a/one.c\n+++ b/one.c\n@@ -1,4 +1,4 @@\n int one(void)\n {\n"
+		      "-\treturn 1;\n+\treturn 2;\n }\n")
+		write(self.p("two.c"), "x")
+		write(self.p("two.report"), "")
+		write(self.p("lost.patch"), "x")
+		fxs, errors = cfb.load_standalone(self.dir)
+		self.assertEqual([(f.name, f.forms()) for f in fxs], [("standalone/one", ("c", "res")),
+								       ("standalone/two", ("c",))])
+		self.assertEqual(len(errors), 1)
+		self.assertIn("lost.patch", errors[0])
+		one = fxs[0]
+		self.assertEqual(cfb.form_files(one, "res"), {"one.c": self.p("one.c")})
+		mod = self.p("mod")
+		self.assertEqual(cfb.fill_moddir(one, "c", cfb.form_files(one, "c"), mod), "")
+		self.assertEqual(cfb._read(os.path.join(mod, "one.c")), "int one(void)\n{\n\treturn 1;\n}\n")
+		self.assertEqual(cfb.fill_moddir(one, "res", cfb.form_files(one, "res"), mod), "")
+		self.assertEqual(cfb._read(os.path.join(mod, "one.c")), "int one(void)\n{\n\treturn 2;\n}\n")
+		self.assertEqual(sorted(os.listdir(mod)), ["Kbuild", "one.c"])
+		self.assertEqual(cfb._read(os.path.join(mod, "Kbuild")), "obj-m += one.o\n")
+		# a diff that does not apply is the form's failure
+		write(self.p("one.c"), "int one(void)\n{\n\treturn 3;\n}\n")
+		self.assertIn("one.patch does not apply", cfb.fill_moddir(one, "res", cfb.form_files(one, "res"), mod))
+
+	def test_a_help_goal_is_refused_with_its_reason(self):
+		# 'make helper.o' is the kernel's help% target: no .config is read
+		write(self.p("helper.c"), "x")
+		write(self.p("other.c"), "x")
+		fxs, errors = cfb.load_standalone(self.dir)
+		self.assertIn("help%", cfb.goal_clash(fxs[0]))
+		self.assertEqual(cfb.goal_clash(fxs[1]), "")
+
 	def test_selection(self):
 		self.assertTrue(cfb.selected("", "x"))
 		self.assertTrue(cfb.selected("wait_event", "wait_event_rewrite"))
@@ -79,6 +112,9 @@ class FixturesTest(unittest.TestCase):
 		self.assertTrue(cfb.selected("patch/restore", "restore_after_loop"))
 		self.assertFalse(cfb.selected("report/", "restore_after_loop"))
 		self.assertFalse(cfb.selected("unit/", "restore_after_loop"))
+		self.assertTrue(cfb.selected("standalone/patch_one", "standalone/patch_one", True))
+		self.assertTrue(cfb.selected("fixture_build/standalone/", "standalone/patch_one", True))
+		self.assertFalse(cfb.selected("patch/", "standalone/patch_one", True))
 
 
 BUILD_OK = """\
@@ -132,13 +168,33 @@ class KtapTest(unittest.TestCase):
 			write(os.path.join(tmp, "one.res"))
 			out = io.StringIO()
 			with redirect_stdout(out):
-				rc = cfb.main(["--fast", "--fixtures", tmp])
+				rc = cfb.main(["--fast", "--fixtures", tmp, "--standalone", ""])
 			lines = [l for l in out.getvalue().splitlines() if l.startswith(("ok", "not ok"))]
 			self.assertEqual(rc, 0)
 			self.assertEqual(lines, ["ok 1 - one/c # SKIP --fast: no kernel build",
 						 "ok 2 - one/c/sparse # SKIP --fast: no kernel build",
 						 "ok 3 - one/res # SKIP --fast: no kernel build",
 						 "ok 4 - one/res/sparse # SKIP --fast: no kernel build"])
+		finally:
+			shutil.rmtree(tmp, ignore_errors=True)
+
+	def test_fast_lists_standalone_forms(self):
+		tmp = tempfile.mkdtemp(prefix="nestsleep-fb-")
+		try:
+			os.mkdir(os.path.join(tmp, "patch"))
+			write(os.path.join(tmp, "sa", "one.c"))
+			write(os.path.join(tmp, "sa", "one.patch"))
+			write(os.path.join(tmp, "sa", "two.c"))
+			out = io.StringIO()
+			with redirect_stdout(out):
+				rc = cfb.main(["--fast", "--fixtures", os.path.join(tmp, "patch"),
+					       "--standalone", os.path.join(tmp, "sa")])
+			lines = [l for l in out.getvalue().splitlines() if l.startswith(("1..", "ok", "not ok"))]
+			self.assertEqual(rc, 0)
+			self.assertEqual([l.split(" # ")[0] for l in lines], [
+				"1..6", "ok 1 - standalone/one/c", "ok 2 - standalone/one/c/sparse",
+				"ok 3 - standalone/one/res", "ok 4 - standalone/one/res/sparse",
+				"ok 5 - standalone/two/c", "ok 6 - standalone/two/c/sparse"])
 		finally:
 			shutil.rmtree(tmp, ignore_errors=True)
 
