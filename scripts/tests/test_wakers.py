@@ -61,6 +61,16 @@ class Helpers(unittest.TestCase):
 			self.assertEqual(m[s:], want, text)
 
 
+	def test_per_line_edits_deduplicate(self):
+		# two units: one converts the wakers on two neighbouring lines, the
+		# other only the first; their edits of the first line must be equal
+		old = "a\n\twake_up_process(x);\n\twake_up_process(y);\nb\n"
+		both = wakers.per_line(old, fixer.text_edits(old, "a\n\twake_up(q);\n\twake_up(r);\nb\n"))
+		one = wakers.per_line(old, fixer.text_edits(old, "a\n\twake_up(q);\n\twake_up_process(y);\nb\n"))
+		self.assertEqual([(e.s, e.e, e.text) for e in one], [(both[0].s, both[0].e, both[0].text)])
+		self.assertEqual(fixer.apply_edits(old, both), "a\n\twake_up(q);\n\twake_up(r);\nb\n")
+
+
 class Rule(unittest.TestCase):
 	"""The rule on a small tree: each case writes dev.c and a waker file."""
 

@@ -46,6 +46,7 @@ MAX_UP = 3          # caller levels searched above the waiting function
 MAX_FANIN = 40      # callers of one function beyond which the search stops
 
 IDENT = r"[A-Za-z_]\w*"
+LINES = re.compile(r"[^\n]*\n|[^\n]+$")     # as fixer.text_edits() splits
 WAKE_CALL = re.compile(r"\bwake_up_(?:process|state)\(")
 ACCESS = re.compile(r"^%s(?:(?:->|\.)%s|\[[^\]]*\])*$" % (IDENT, IDENT))
 
@@ -66,6 +67,25 @@ def match_open(m, i):
 
 def compact(s):
 	return re.sub(r"\s+", "", s or "")
+
+
+def per_line(t, edits):
+	"""A run of changed lines that keeps its line count, one Edit per changed
+	line: two units that convert different wakers on neighbouring lines
+	then give equal edits for the waker they share, which de-duplicate."""
+	out = []
+	for e in edits:
+		old = LINES.findall(t[e.s:e.e])
+		new = LINES.findall(e.text)
+		if len(old) != len(new) or len(old) < 2:
+			out.append(e)
+			continue
+		s = e.s
+		for a, b in zip(old, new):
+			if a != b:
+				out.append(Edit(s, s + len(a), b))
+			s += len(a)
+	return out
 
 
 class Loc:
@@ -1022,7 +1042,7 @@ class WakerRule:
 			new = self.fx.spatch_text(ft.t, os.path.basename(rel), WAKERS_RULE,
 						  {"NESTSLEEP_SITES": json.dumps(spec)})
 			# None: spatch failed, or changed nothing (then it writes no -o file)
-			edits = [] if new is None else text_edits(ft.t, new)
+			edits = [] if new is None else per_line(ft.t, text_edits(ft.t, new))
 			wanted = [(x["s"], x) for x in sites.values()] + [(ls, (f, n)) for (f, n), ls in dead.items()]
 			for e in edits:
 				mine = [x for at, x in wanted if e.s <= at < e.e]
