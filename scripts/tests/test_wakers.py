@@ -61,6 +61,16 @@ class Helpers(unittest.TestCase):
 			self.assertEqual(m[s:], want, text)
 
 
+	def test_per_line_edits_deduplicate(self):
+		# two units: one converts the wakers on two neighbouring lines, the
+		# other only the first; their edits of the first line must be equal
+		old = "a\n\twake_up_process(x);\n\twake_up_process(y);\nb\n"
+		both = wakers.per_line(old, fixer.text_edits(old, "a\n\twake_up(q);\n\twake_up(r);\nb\n"))
+		one = wakers.per_line(old, fixer.text_edits(old, "a\n\twake_up(q);\n\twake_up_process(y);\nb\n"))
+		self.assertEqual([(e.s, e.e, e.text) for e in one], [(both[0].s, both[0].e, both[0].text)])
+		self.assertEqual(fixer.apply_edits(old, both), "a\n\twake_up(q);\n\twake_up(r);\nb\n")
+
+
 class Rule(unittest.TestCase):
 	"""The rule on a small tree: each case writes dev.c and a waker file."""
 
@@ -89,6 +99,7 @@ class Rule(unittest.TestCase):
 		try:
 			fx.rule.prepare([("dev.c", "dev_thread")])
 			fx.wakers(u, "dev.c", "dev_thread", "&d->wq", "TASK_UNINTERRUPTIBLE", stop_tested, (pos, pos + 10))
+			fx.finish(u)    # cocci/fix_wakers.cocci converts the wakers here
 		except fixer.Refuse as r:
 			return r.reason, u
 		return None, u
@@ -99,7 +110,43 @@ class Rule(unittest.TestCase):
 				  "void nope(struct other *o)\n{\n\twake_up_process(o->task);\n}\n")
 		self.assertIsNone(why)
 		edits = u.edits.get("waker.c", [])
-		self.assertEqual([e.text for e in edits], ["wake_up(&d->wq)"])
+		self.assertEqual([e.text for e in edits], ["\twake_up(&d->wq);\n"])
+
+	def test_every_waker_of_a_file_in_one_run(self):
+		# two wakers in one file, one of them through a dead local copy
+		# (deleted with its blank line), one through a copy still read
+		why, u = self.fix("void start(struct dev *d) { d->task = kthread_run(dev_thread, d, \"d\"); }\n",
+				  "#include \"dev.h\"\nvoid kick(struct dev *d)\n{\n\tstruct task_struct *t = d->task;\n\n"
+				  "\td->ready = 1;\n\twake_up_process(t);\n}\n"
+				  "void poke(struct dev *d)\n{\n\tstruct task_struct *t = READ_ONCE(d->task);\n\n"
+				  "\tif (t)\n\t\twake_up_process(t);\n}\n")
+		self.assertIsNone(why)
+		ft = fixer.FileText(os.path.join(self.tmp, "tree", "waker.c"))
+		got = fixer.apply_edits(ft.t, u.edits["waker.c"])
+		self.assertEqual(got, "#include <linux/sched.h>\n#include \"dev.h\"\nvoid kick(struct dev *d)\n{\n"
+				 "\td->ready = 1;\n\twake_up(&d->wq);\n}\n"
+				 "void poke(struct dev *d)\n{\n\tstruct task_struct *t = READ_ONCE(d->task);\n\n"
+				 "\tif (t)\n\t\twake_up(&d->wq);\n}\n")
+		self.assertTrue(all(e.key[0] == "waker" for e in u.edits["waker.c"]), u.edits["waker.c"])
+
+	def test_waker_left_unconverted_refuses(self):
+		# fix_wakers.cocci without the rule that converts the calls (the
+		# dead-copy rule stays: spatch runs no file without a change
+		# rule): the unit must be refused, not patched half
+		rule = os.path.join(self.tmp, "fix_wakers.cocci")
+		with open(wakers.WAKERS_RULE) as f:
+			text = f.read()
+		with open(rule, "w") as f:
+			f.write(text[:text.index("@script:python call@")] + text[text.index("// The copies that fed"):])
+		saved = wakers.WAKERS_RULE
+		wakers.WAKERS_RULE = rule
+		try:
+			why, u = self.fix("void start(struct dev *d) { d->task = kthread_run(dev_thread, d, \"d\"); }\n",
+					  "#include \"dev.h\"\nvoid kick(struct dev *d)\n{\n\twake_up_process(d->task);\n}\n")
+		finally:
+			wakers.WAKERS_RULE = saved
+		self.assertIn("did not convert waker.c:5 wake_up_process(d->task)", why or "")
+		self.assertNotIn("waker.c", u.edits)
 
 	def test_untyped_base_refused(self):
 		why, _ = self.fix("void start(struct dev *d) { d->task = kthread_run(dev_thread, d, \"d\"); }\n",

@@ -33,7 +33,9 @@ the refusals; semantic patches make the edits where spatch 1.1.1 can:
 Each rewrite then goes through the waker rule (scripts/nestsleep/fix/wakers.py): every
 direct waker of the task (wake_up_process() and friends) becomes a
 wake_up*() of the queue, or the site is refused; a wait whose task pointer
-is stored nowhere needs none.
+is stored nowhere needs none.  wakers.py finds the wakers and picks the new
+call and queue of each; cocci/fix_wakers.cocci converts them (one spatch run
+per file, in finish()), and a waker it leaves refuses the unit.
 
 Every finding gets a "fix" record: status "patch", "report-only" (the
 variant has no safe wait_woken form) or "manual" (the shape is outside what
@@ -56,6 +58,7 @@ RESTORE_RULE = os.path.join(COCCI_DIR, "restore_after_loop.cocci")
 WAIT_EVENT_RULE = os.path.join(COCCI_DIR, "fix_wait_event.cocci")
 PREPARE_RULE = os.path.join(COCCI_DIR, "fix_prepare_to_wait.cocci")
 SCS_RULE = os.path.join(COCCI_DIR, "fix_set_current_state.cocci")
+WAKERS_RULE = os.path.join(COCCI_DIR, "fix_wakers.cocci")
 MACRO_HINTS = os.path.join(COCCI_DIR, "nestsleep.macros.h")
 
 MAX_COLS = 80
@@ -539,6 +542,8 @@ class Unit:
 		self.text_sites = 0    # sites rewritten by plan_wait_event_text()
 		self.ptw = None        # the loop for fix_prepare_to_wait.cocci
 		self.own = None        # the loop for fix_set_current_state.cocci (own queue)
+		self.waker_sites = {}  # rel -> {"line:col": waker} for fix_wakers.cocci
+		self.dead_copies = {}  # rel -> {(function, name): "file:line"} for fix_wakers.cocci
 
 	def add(self, rel, edit):
 		self.edits.setdefault(rel, []).append(edit)
@@ -786,6 +791,8 @@ class Fixer:
 			self.rewrite_prepare_to_wait(u)
 		if u.own:
 			self.rewrite_own_queue(u)
+		if u.waker_sites:
+			self.rule.rewrite(u)
 		for rel, edits in u.edits.items():
 			edits.sort(key=Edit.order)
 			uniq = []
@@ -1778,9 +1785,7 @@ class Fixer:
 						 ", ".join(sorted(set(x[2] for x in forwards))), qname, wfname))
 		# Text: the queue head is a file-scope definition, which a rule
 		# cannot add ahead of the first function that uses it.
-		for e in u.edits.get(rel, []):
-			if e.key and e.key[0] == "waker":
-				users.append(e.s)
+		users += [x["s"] for x in u.waker_sites.get(rel, {}).values()]
 		first_use = self.top_start(ft, min(users))
 		at = first_use
 		statics = [mm for mm in re.finditer(r"^static\s+(?:DECLARE|DEFINE)_\w+\([^;\n]*\);[ \t]*\n|"

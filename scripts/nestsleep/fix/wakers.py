@@ -21,7 +21,9 @@ stored nowhere, so that no direct waker can exist.
              (READ_ONCE() included), in every file that mentions the
              global, the array, or the struct type and the member
   convert    wake_up_process(T)/wake_up_state(T, S) -> wake_up*(queue),
-             the queue written from the waker's own pointer
+             the queue written from the waker's own pointer; the edit is
+             cocci/fix_wakers.cocci's (rewrite()), and a waker it leaves
+             refuses the unit
 
 Anything it cannot follow refuses the site ("manual"), with the reason and
 the file:line: a pointer passed to a call it does not know, returned to a
@@ -32,16 +34,20 @@ does not check parking, a queue the waker cannot reach, or another direct
 sleep of the same thread.
 """
 
+import json
 import os
 import re
 import subprocess
 
-from nestsleep.fix.fixer import Edit, Refuse, match_close, split_top, prev_nonspace, next_nonspace
+from nestsleep.fix.fixer import (Edit, Refuse, WAKERS_RULE, match_close, next_nonspace, prev_nonspace,
+				 split_top, text_edits)
 
 MAX_UP = 3          # caller levels searched above the waiting function
 MAX_FANIN = 40      # callers of one function beyond which the search stops
 
 IDENT = r"[A-Za-z_]\w*"
+LINES = re.compile(r"[^\n]*\n|[^\n]+$")     # as fixer.text_edits() splits
+WAKE_CALL = re.compile(r"\bwake_up_(?:process|state)\(")
 ACCESS = re.compile(r"^%s(?:(?:->|\.)%s|\[[^\]]*\])*$" % (IDENT, IDENT))
 
 
@@ -61,6 +67,25 @@ def match_open(m, i):
 
 def compact(s):
 	return re.sub(r"\s+", "", s or "")
+
+
+def per_line(t, edits):
+	"""A run of changed lines that keeps its line count, one Edit per changed
+	line: two units that convert different wakers on neighbouring lines
+	then give equal edits for the waker they share, which de-duplicate."""
+	out = []
+	for e in edits:
+		old = LINES.findall(t[e.s:e.e])
+		new = LINES.findall(e.text)
+		if len(old) != len(new) or len(old) < 2:
+			out.append(e)
+			continue
+		s = e.s
+		for a, b in zip(old, new):
+			if a != b:
+				out.append(Edit(s, s + len(a), b))
+			s += len(a)
+	return out
 
 
 class Loc:
@@ -930,9 +955,19 @@ class WakerRule:
 				raise Refuse("manual", "wakers: %s: wake_up_state(%s, %s) does not match the wait's %s; "
 					     "convert it by hand" % (w.at(), w.arg, w.state_arg, site["state"]))
 		q = self.queue_for(site, w)
-		call = "%s(%s)" % ("wake_up_interruptible" if interruptible else "wake_up", q)
-		u.add(w.rel, Edit(w.s, w.e, call, key=("waker", w.s, call)))
-		self.doc_comment(u, w, call[:call.index("(")])
+		name = "wake_up_interruptible" if interruptible else "wake_up"
+		call = "%s(%s)" % (name, q)
+		ft = self.fx.text(w.rel)
+		ls = ft.t.rfind("\n", 0, w.s) + 1
+		at = "%d:%d" % (ft.t.count("\n", 0, ls) + 1, w.s - ls)
+		sites = u.waker_sites.setdefault(w.rel, {})
+		if at in sites and sites[at]["text"] != call:
+			raise Refuse("manual", "wakers: %s: %s(%s) would become both %s and %s; convert it by hand" % (
+				w.at(), w.name, w.arg, sites[at]["text"], call))
+		# the call itself is rewritten by cocci/fix_wakers.cocci (rewrite())
+		sites[at] = {"call": name, "queue": q, "text": call, "s": w.s, "e": w.e,
+			     "what": "%s %s(%s)" % (w.at(), w.name, w.arg)}
+		self.doc_comment(u, w, name)
 		converted.append((w, call))
 
 	def doc_comment(self, u, w, new):
@@ -968,14 +1003,17 @@ class WakerRule:
 
 	def drop_dead_copies(self, u, wakers):
 		"""A local copy that only fed a converted waker is no longer read:
-		delete its declaration, or gcc warns about an unused variable."""
+		its declaration goes, or gcc warns about an unused variable.  Only
+		chosen here (a 'struct task_struct *t = ...;' line of its own whose
+		one read is the converted call); cocci/fix_wakers.cocci deletes it,
+		and only if the rest of the function no longer reads it."""
 		for w in wakers:
 			span = self.func_span(w.rel, w.func)
 			if not span:
 				continue
 			ft = self.fx.text(w.rel)
 			m = ft.m
-			done = [(e.s, e.e) for e in u.edits.get(w.rel, []) if e.key and e.key[0] == "waker"]
+			done = [(x["s"], x["e"]) for x in u.waker_sites.get(w.rel, {}).values()]
 			uses = [mm for mm in re.finditer(r"(?<![\w.>])%s\b" % re.escape(w.arg), m[span[1]:span[2]])
 				if not any(a <= span[1] + mm.start() < b for a, b in done)]
 			if len(uses) != 1:
@@ -986,10 +1024,53 @@ class WakerRule:
 			mm = dm.match(m, ls)
 			if not mm or not (ls <= p < mm.end()):
 				continue
-			if any(e.key == ("dead-copy", ls) for e in u.edits.get(w.rel, [])):
-				continue
-			self.fx.delete_stmt(ft, u, w.rel, ls, mm.end())
-			u.edits[w.rel][-1].key = ("dead-copy", ls)
+			u.dead_copies.setdefault(w.rel, {})[(w.func, w.arg)] = ls
+
+	def rewrite(self, u):
+		"""Run cocci/fix_wakers.cocci once per file on the unit's wakers
+		(and dead copies) chosen by one_waker() and drop_dead_copies(); its
+		changes become the unit's Edits.  A waker or a copy the rule left as
+		it was, or a change nobody asked for, refuses the unit: a wait
+		rewritten while a direct waker of its task stays would lose that
+		wakeup."""
+		for rel in sorted(u.waker_sites):
+			ft = self.fx.text(rel)
+			sites = u.waker_sites[rel]
+			dead = u.dead_copies.get(rel, {})
+			spec = {"wakers": {at: {"call": x["call"], "queue": x["queue"]} for at, x in sites.items()},
+				"dead": [[f, n] for f, n in sorted(dead)]}
+			new = self.fx.spatch_text(ft.t, os.path.basename(rel), WAKERS_RULE,
+						  {"NESTSLEEP_SITES": json.dumps(spec)})
+			# None: spatch failed, or changed nothing (then it writes no -o file)
+			edits = [] if new is None else per_line(ft.t, text_edits(ft.t, new))
+			wanted = [(x["s"], x) for x in sites.values()] + [(ls, (f, n)) for (f, n), ls in dead.items()]
+			for e in edits:
+				mine = [x for at, x in wanted if e.s <= at < e.e]
+				if not mine:
+					raise Refuse("manual", "wakers: %s changed %s:%d, which was not asked for; convert the "
+						     "wakers and the wait by hand" % (os.path.basename(WAKERS_RULE), rel,
+										   ft.t.count("\n", 0, e.s) + 1))
+				old, txt = compact(ft.t[e.s:e.e]), compact(e.text)
+				calls = [x for x in mine if isinstance(x, dict)]
+				gone = len(WAKE_CALL.findall(old)) - len(WAKE_CALL.findall(txt))
+				made = all(txt.count(compact(x["text"])) >= sum(1 for y in calls if y["text"] == x["text"])
+					   for x in calls)
+				copies = [x for x in mine if not isinstance(x, dict)]
+				dropped = all(len(re.findall(r"structtask_struct\*%s=" % re.escape(n), old)) >
+					      len(re.findall(r"structtask_struct\*%s=" % re.escape(n), txt)) for _, n in copies)
+				if gone == len(calls) and made and dropped:
+					for x in mine:
+						wanted.remove(next(y for y in wanted if y[1] is x))
+			if wanted:
+				x = wanted[0][1]
+				what = x["what"] if isinstance(x, dict) else "the dead copy %s in %s()" % (x[1], x[0])
+				raise Refuse("manual", "wakers: %s did not convert %s%s%s; convert the wakers and the wait "
+					     "by hand" % (os.path.basename(WAKERS_RULE), what,
+							  " (and %d more)" % (len(wanted) - 1) if len(wanted) > 1 else "",
+							  " (spatch failed or changed nothing)" if new is None else ""))
+			for e in edits:
+				e.key = ("waker", e.s, e.e, e.text)
+				u.add(rel, e)
 
 	def queue_for(self, site, w):
 		"""The wait's queue written in the waker's terms."""
