@@ -205,9 +205,9 @@ class SeriesTest(unittest.TestCase):
 		self.assertEqual(thread["kconfig"], ["CONFIG_SESS"])
 		self.assertTrue(thread["applies"])
 		text = read(os.path.join(out, thread["patch"])).split("\n---\n")[0].replace("\n  ", " ")
-		self.assertIn("The wakers in sess_reset(), sess_stop() are converted", text)
+		self.assertIn("sess_thread(): the wakers in sess_reset(), sess_stop() are converted", text)
 		self.assertEqual(thread["test_status"], "not tested")
-		self.assertEqual(man["tests"][thread["fingerprints"][0]], {})
+		self.assertEqual(man["tests"][thread["fingerprints"][0]], {"function": "sess_thread"})
 		# lone_thread(), the one left unfixed before the own-queue form
 		self.assertEqual(len(man["report_only"]), 0)
 		for s in man["series"]:

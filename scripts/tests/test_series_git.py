@@ -285,6 +285,10 @@ class RecipientsTest(unittest.TestCase):
 		# NETWORKING DRIVERS' maintainers, not only XEN's
 		self.assertTrue(any("davem@davemloft.net" in x for x in to), to)
 		self.assertFalse(set(to) & set(cc))
+		# a section name with parentheses: MEMORY TECHNOLOGY DEVICES (MTD)
+		to, cc = fixes.recipients(T612, ["drivers/mtd/spi-nor/core.c"])
+		self.assertTrue(any("miquel.raynal@bootlin.com" in x for x in to), to)
+		self.assertIn("linux-mtd@lists.infradead.org", cc)
 
 	def test_netdev(self):
 		if not os.path.isfile(os.path.join(T612, "scripts", "get_maintainer.pl")):

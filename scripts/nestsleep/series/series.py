@@ -308,7 +308,7 @@ def recipients(kdir, files):
 			   timeout=300)
 	to, cc = [], []
 	for ln in r.stdout.splitlines():
-		m = re.match(r"^(.*?)\s+\(([^:)]*)(?::[^)]*)?\)\s*$", ln.strip())
+		m = re.match(r"^(.*?>|\S+@\S+)\s+\(([^:()]+)(?::.*)?\)\s*$", ln.strip())
 		if not m:
 			continue
 		who, role = m.group(1).strip(), m.group(2).strip()
@@ -598,19 +598,85 @@ def effect_paragraphs(effs, records):
 	return out
 
 
+def unit_chains(fs):
+	seen = []
+	for x in fs:
+		for p in x.get("paths", [x]):
+			c = chain_text(p["chain"])
+			if c not in seen:
+				seen.append(c)
+	return seen
+
+
+def group_problem(kdir, group, table):
+	"""The waits and chains of a patch that fixes several functions: one
+	sentence per kind of wait, the chains named by function."""
+	kinds = collections.OrderedDict()
+	for name, fs in group:
+		f = fs[0]
+		expr, _ = finding_state(kdir, f, table)
+		key = (f["shape"], f["primitive"], f.get("role"), expr or "a sleeping state")
+		kinds.setdefault(key, []).append(fs)
+	paras = []
+	for (shape, prim, role, state), fss in kinds.items():
+		names = [fs[0]["function"] + "()" for fs in fss]
+		who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+		if shape == "wait_event":
+			part = "cmd" if role == "cmd" else "condition"
+			head = ("%s wait%s with %s(). The %s runs after the task state has been set to %s, and calls "
+				"a function that may sleep:" % (who, "s" if len(names) == 1 else "", prim, part, state))
+		else:
+			head = ("%s set%s the task state to %s with %s() and, before calling schedule(), call%s a "
+				"function that may sleep:" % (who, "s" if len(names) == 1 else "", state, prim,
+							      "s" if len(names) == 1 else ""))
+		lines = []
+		for fs in fss:
+			for c in unit_chains(fs):
+				lines.append(chain_lines("%s(): %s" % (fs[0]["function"], c)))
+		paras += [wrap(head), "\n".join(lines)]
+	return paras
+
+
+def shared(texts_by_func):
+	"""[(text, [functions])]: each text with the function's own name made
+	generic, and the functions it holds for, in first-seen order."""
+	out = collections.OrderedDict()
+	for func, texts in texts_by_func:
+		for t in texts:
+			g = re.sub(r"\b%s\(\)" % re.escape(func), "the function", t)
+			out.setdefault(g, [])
+			if func not in out[g]:
+				out[g].append(func)
+	return list(out.items())
+
+
 def changelog(kdir, group, table, records, signoff, tags):
 	"""The commit message body of one patch (a group of units)."""
 	paras = []
-	for name, fs in group:
-		paras += problem_paragraphs(kdir, fs, table)
+	many = len(group) > 1
+	if many:
+		paras += group_problem(kdir, group, table)
+	else:
+		paras += problem_paragraphs(kdir, group[0][1], table)
 	paras += effect_paragraphs([effect_inputs(kdir, fs, table) for name, fs in group], records)
-	paras.append(wrap(" ".join(reached_text(kdir, fs[0]["file"], fs[0]["function"]) for name, fs in group)))
-	if len(group) == 1:
-		paras.append(wrap("Rewrite the wait in %s: %s." % (WOKEN_FORM, group[0][1][0]["fix"]["reason"].rstrip("."))))
+	known = [reached_text(kdir, fs[0]["file"], fs[0]["function"]) for name, fs in group
+		 if reached(kdir, fs[0]["file"], fs[0]["function"])]
+	unknown = [fs[0]["function"] + "()" for name, fs in group if not reached(kdir, fs[0]["file"], fs[0]["function"])]
+	if len(unknown) > 1:
+		known.append("How %s and %s are reached at run time is not known: none of their callers in %s is a "
+			     "file_operations member, an ioctl handler or a kthread function." % (
+				     ", ".join(unknown[:-1]), unknown[-1], os.path.basename(group[0][1][0]["file"])))
+	elif unknown:
+		known.append(reached_text(kdir, group[0][1][0]["file"], unknown[0][:-2]))
+	paras.append(wrap(" ".join(known)))
+	reasons = shared([(fs[0]["function"], [fs[0]["fix"]["reason"]]) for name, fs in group])
+	if len(reasons) == 1:
+		paras.append(wrap("Rewrite %s in %s: %s." % ("each wait" if many else "the wait", WOKEN_FORM,
+							      reasons[0][0].rstrip("."))))
 	else:
 		paras.append(wrap("Rewrite each wait in %s:" % WOKEN_FORM) + "\n\n" + "\n".join(
-			wrap("- %s(): %s." % (fs[0]["function"], fs[0]["fix"]["reason"].rstrip("."))).replace("\n", "\n  ")
-			for name, fs in group))
+			wrap("- %s: %s." % (", ".join("%s()" % x for x in funcs), r.rstrip("."))).replace("\n", "\n  ")
+			for r, funcs in reasons))
 	cav = []
 	for name, fs in group:
 		fx = fs[0]["fix"]
@@ -619,17 +685,20 @@ def changelog(kdir, group, table, records, signoff, tags):
 		if fx["wakers"]:
 			cs.insert(0, "The wakers in %s are converted in the same patch, so that no wakeup goes around "
 				  "the wait queue." % ", ".join("%s()" % w.split(":")[-1] for w in fx["wakers"]))
-		for c in cs:
-			if len(group) > 1:
-				c = "%s(): %s" % (fs[0]["function"], c)
-			if c not in cav:
-				cav.append(c)
-	if cav:
-		paras.append("\n".join(wrap("- " + c.rstrip(".") + ".").replace("\n", "\n  ") for c in cav))
+		cav.append((fs[0]["function"], cs))
+	if many:
+		items = []
+		for t, funcs in shared(cav):
+			who = "each function" if len(funcs) == len(group) else ", ".join("%s()" % x for x in funcs)
+			items.append("%s: %s" % (who, t[0].lower() + t[1:]) if len(funcs) < len(group) else t)
+	else:
+		items = cav[0][1]
+	if items:
+		paras.append("\n".join(wrap("- " + c.rstrip(".") + ".").replace("\n", "\n  ") for c in items))
 	confs = sorted({fs[0]["fix"]["confidence"] for name, fs in group}, key=CONFIDENCES.index)
 	paras.append(wrap("Found by nestsleep, a Coccinelle check (%s) that follows the calls in wait conditions "
 			  "and wait loops across the tree. The tool rates %s %s confidence; see %s for the "
-			  "background." % (RULE, "this finding and its fix" if len(group) == 1 else
+			  "background." % (RULE, "this finding and its fix" if not many else
 					   "these findings and their fixes", "/".join(confs), LWN)))
 	paras.append(wrap(tested_paragraph(group_fps(group), records)))
 	trailers = ["Fixes: " + t for t in tags]
@@ -698,12 +767,21 @@ def boot_sentence(b):
 def tested_paragraph(fps, records):
 	"""Only what was done, from the records of the patch's findings."""
 	c = b = None
+	booted, notbooted = [], []
 	for fp in fps:
 		r = records.get(fp) or {}
 		c = c or compile_sentence(r)
-		b = b or boot_sentence(r.get("boot"))
+		bs = boot_sentence(r.get("boot"))
+		b = b or bs
+		fn = r.get("function")
+		if fn:
+			(booted if bs else notbooted).append(fn)
 	if not c and not b:
 		return NOT_TESTED
+	if b and notbooted and set(notbooted) - set(booted):
+		b = b.rstrip(".") + " (the rewrite of %s; %s not boot-tested)." % (
+			", ".join("%s()" % x for x in dict.fromkeys(booted)),
+			", ".join("%s()" % x for x in dict.fromkeys(notbooted) if x not in booted))
 	return " ".join([c or "Not compiled.", b or "Not boot-tested."])
 
 
@@ -775,14 +853,17 @@ def fixes_tag(kdir, unit):
 			continue
 		if len(text) < 6:
 			continue
-		r = subprocess.run(["git", "-C", kdir, "log", "--format=%H %ct", "-S", text, "--", rel],
+		r = subprocess.run(["git", "-C", kdir, "log", "--format=%H", "-S", text, "--", rel],
 				   capture_output=True, text=True)
 		lines = r.stdout.split()
-		if r.returncode == 0 and len(lines) >= 2:
-			cands.append((int(lines[-1]), lines[-2]))   # oldest: the one that added it
+		if r.returncode == 0 and lines:
+			h = lines[-1]   # the oldest: the one that added it
+			n = subprocess.run(["git", "-C", kdir, "rev-list", "--count", h], capture_output=True, text=True)
+			cands.append((int(n.stdout.strip() or 0), h))
 	if not cands:
 		return None
-	ct, h = max(cands)
+	# the later in history: the one with more ancestors
+	n, h = max(cands)
 	subj = subprocess.run(["git", "-C", kdir, "log", "-1", "--format=%s", h], capture_output=True,
 			      text=True).stdout.strip()
 	return '%s ("%s")' % (h[:12], subj)
@@ -885,42 +966,66 @@ def split_diff(diff):
 	return files
 
 
+INCLUDE_RE = re.compile(r"^\s*#\s*include\s")
+
+
+def add_includes(path, anchor, lines):
+	"""Insert the #include lines (without their '+') into the file after
+	the anchor line (the hunk's context before them), else after the last
+	#include; those already there are skipped."""
+	with open(path, errors="surrogateescape") as f:
+		text = f.read().splitlines(True)
+	have = {ln.strip() for ln in text}
+	new = [ln for ln in lines if ln.strip() not in have]
+	if not new:
+		return
+	at = None
+	if anchor is not None:
+		for i, ln in enumerate(text):
+			if ln.rstrip("\n") == anchor.rstrip("\n"):
+				at = i + 1
+	if at is None:
+		incs = [i for i, ln in enumerate(text) if INCLUDE_RE.match(ln)]
+		at = incs[-1] + 1 if incs else 0
+	text[at:at] = [ln if ln.endswith("\n") else ln + "\n" for ln in new]
+	with open(path + ".tmp", "w", errors="surrogateescape") as f:
+		f.write("".join(text))
+	os.replace(path + ".tmp", path)
+
+
 def apply_unit(repo, diff):
 	"""Apply one unit's diff, made on the pristine tree, to the repository
-	with the earlier patches applied.  An #include hunk whose lines an
-	earlier patch already added is dropped (not added twice); None, or the
-	error."""
+	with the earlier patches applied.  A hunk that only adds #include
+	lines is applied by hand: the lines an earlier patch already added are
+	not added again, and the others go after the same #include as in the
+	diff (its context may have changed).  None, or the error."""
 	out = []
+	incs = []
 	for rel, hunks in split_diff(diff):
-		try:
-			with open(os.path.join(repo.path, rel), errors="surrogateescape") as f:
-				have = {ln.strip() for ln in f.read().splitlines()}
-		except OSError:
-			have = set()
 		keep = []
 		for h in hunks:
 			body = h[1:]
 			adds = [ln for ln in body if ln.startswith("+")]
 			if adds and not any(ln.startswith("-") for ln in body) and \
-			   all(re.match(r"^\+\s*#\s*include\s", ln) for ln in adds):
-				new = [ln for ln in adds if ln[1:].strip() not in have]
-				if not new:
-					continue
-				body = [ln for ln in body if not ln.startswith("+") or ln in new]
-			keep.append([h[0]] + body)
+			   all(INCLUDE_RE.match(ln[1:]) for ln in adds):
+				first = body.index(adds[0])
+				anchor = body[first - 1][1:] if first > 0 and body[first - 1].startswith(" ") else None
+				incs.append((rel, anchor, [ln[1:] for ln in adds]))
+				continue
+			keep.append(h)
 		if keep:
 			out.append("--- a/%s\n+++ b/%s\n" % (rel, rel) + "".join("".join(h) for h in keep))
 	text = "".join(out)
-	if not text:
-		return None
-	r = repo.git("apply", "--recount", "--whitespace=nowarn", "-", check=False, inp=text)
-	if r.returncode == 0:
-		return None
-	p = subprocess.run(["patch", "-p1", "-s", "-F3", "--no-backup-if-mismatch", "-r", "-"], cwd=repo.path,
-			   input=text.encode("utf-8", "surrogateescape"), capture_output=True)
-	if p.returncode == 0:
-		return None
-	return (r.stderr.strip() + " / patch: " + p.stdout.decode(errors="replace").strip())[-600:]
+	if text:
+		r = repo.git("apply", "--recount", "--whitespace=nowarn", "-", check=False, inp=text)
+		if r.returncode != 0:
+			p = subprocess.run(["patch", "-p1", "-s", "-F3", "--no-backup-if-mismatch", "-r", "-"],
+					   cwd=repo.path, input=text.encode("utf-8", "surrogateescape"), capture_output=True)
+			if p.returncode != 0:
+				return (r.stderr.strip() + " / patch: " + (p.stdout + p.stderr).decode(errors="replace").strip())[-600:]
+	for rel, anchor, lines in incs:
+		add_includes(os.path.join(repo.path, rel), anchor, lines)
+	return None
 
 
 def git_am(kdir, files, patches, tmp, ident, date):
@@ -970,7 +1075,8 @@ def subject_core(prefix, group):
 	two = "%s fix nested sleeps in %s() and %s()" % (prefix, funcs[0], funcs[1])
 	if len(funcs) == 2 and len(two) <= 70:
 		return two
-	return "%s fix nested sleeps in %s() and %d more" % (prefix, funcs[0], len(funcs) - 1)
+	more = "one more" if len(funcs) == 2 else "%d more" % (len(funcs) - 1)
+	return "%s fix nested sleeps in %s() and %s" % (prefix, funcs[0], more)
 
 
 # ---------------------------------------------------------------------------
@@ -1025,7 +1131,7 @@ def build(a):
 	records = {}
 	for name, fs in units.items():
 		for f in fs:
-			r = {}
+			r = {"function": f["function"]}
 			if compiled.get(name):
 				r["compile"] = compiled[name]
 			if f["fingerprint"] in boot:
