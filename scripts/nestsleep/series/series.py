@@ -743,7 +743,11 @@ def boot_sentence(b):
 	if not b:
 		return None
 	if b.get("build") == "ok":
-		s = "Built and booted in QEMU (x86_64, CONFIG_DEBUG_ATOMIC_SLEEP=y) with the rewrite applied alone"
+		after = b.get("applied_after")
+		s = "Built and booted in QEMU (x86_64, CONFIG_DEBUG_ATOMIC_SLEEP=y) with %s" % (
+			"the patch on top of the %d before it in its series" % len(after) if after else
+			"the patch on top of the unpatched tree" if after is not None else
+			"the rewrite of the function applied alone to the unpatched tree")
 		if b.get("boot") == "ok":
 			s += "; the kernel booted with no new splat"
 		else:
