@@ -66,7 +66,7 @@ def _fixes(a):
 
 def _retest(a):
 	from nestsleep.series import series
-	return run_user(series.retest, a.dir, "fixes")
+	return run_user(lambda d: series.retest(d, a.build_kdir or None), a.dir, "fixes")
 
 
 def _triage(a):
@@ -129,6 +129,8 @@ def parser():
 
 	p = sub.add_parser("retest", help="rewrite the testing paragraphs of a series from its boottest.json")
 	p.add_argument("dir")
+	p.add_argument("--build", dest="build_kdir", default="", metavar="KDIR",
+		       help="first build the series in order on KDIR (what make fixes BUILD=1 does)")
 	p.set_defaults(run=_retest)
 
 	p = sub.add_parser("triage", parents=[knobs(mode=False)], help="maintainer reports and SARIF")

@@ -95,8 +95,8 @@ def effect_text(shape, how, state, observed=None):
 			"sleeps is taken by that inner sleep: the outer wait can lose its wakeup.")
 	if how == "warns":
 		if observed:
-			text += (" A boot of the unpatched kernel with CONFIG_DEBUG_ATOMIC_SLEEP=y printed the "
-				 "warning (\"%s\")." % observed)
+			text += (" A boot of the unpatched kernel with CONFIG_DEBUG_ATOMIC_SLEEP=y printed the warning; "
+				 "make boottest recorded it as \"%s\"." % observed)
 		else:
 			text += (" With CONFIG_DEBUG_ATOMIC_SLEEP=y this path warns (\"%s\" from __might_sleep()); "
 				 "no boot has printed it here." % warning(state))

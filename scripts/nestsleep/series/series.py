@@ -594,7 +594,16 @@ def effect_paragraphs(effs, records):
 	out = []
 	for (shape, how), d in byshape.items():
 		st = " or state=".join(d["states"]) if d["states"] else None
-		out.append(wrap(effect.effect_text(shape, how, st, observed_warning(d["fps"], records))))
+		obs = observed_warning(d["fps"], records)
+		t = effect.effect_text(shape, how, st, obs)
+		unseen = [fn for fn in dict.fromkeys((records.get(fp) or {}).get("function") for fp in d["fps"])
+			  if fn and not observed_warning([fp for fp in d["fps"] if (records.get(fp) or {}).get("function") == fn],
+							 records)]
+		if obs and how == "warns" and unseen:
+			t += (" With CONFIG_DEBUG_ATOMIC_SLEEP=y the waits of %s warn the same way (state=%s); no boot "
+			      "has printed that here (__might_sleep() warns once per boot)." % (
+				", ".join("%s()" % x for x in unseen), st or "?"))
+		out.append(wrap(t))
 	return out
 
 
@@ -635,6 +644,12 @@ def group_problem(kdir, group, table):
 				lines.append(chain_lines("%s(): %s" % (fs[0]["function"], c)))
 		paras += [wrap(head), "\n".join(lines)]
 	return paras
+
+
+def capital(c):
+	"""'wakers: ...' -> 'Wakers: ...'; an identifier stays as it is."""
+	m = re.match(r"^[a-z]+\b(?![_(])", c)
+	return c[0].upper() + c[1:] if m else c
 
 
 def shared(texts_by_func):
@@ -681,7 +696,7 @@ def changelog(kdir, group, table, records, signoff, tags):
 	for name, fs in group:
 		fx = fs[0]["fix"]
 		# a changelog holds no line numbers: file:line in a caveat becomes file
-		cs = [re.sub(r"(\.[ch]):\d+\b", r"\1", c[0].upper() + c[1:]) for c in fx["caveats"]]
+		cs = [re.sub(r"(\.[ch]):\d+\b", r"\1", capital(c)) for c in fx["caveats"]]
 		if fx["wakers"]:
 			cs.insert(0, "The wakers in %s are converted in the same patch, so that no wakeup goes around "
 				  "the wait queue." % ", ".join("%s()" % w.split(":")[-1] for w in fx["wakers"]))
@@ -690,7 +705,8 @@ def changelog(kdir, group, table, records, signoff, tags):
 		items = []
 		for t, funcs in shared(cav):
 			who = "each function" if len(funcs) == len(group) else ", ".join("%s()" % x for x in funcs)
-			items.append("%s: %s" % (who, t[0].lower() + t[1:]) if len(funcs) < len(group) else t)
+			items.append("%s: %s" % (who, t[0].lower() + t[1:] if capital(t.lower()) != t.lower() else t)
+				     if len(funcs) < len(group) else t)
 	else:
 		items = cav[0][1]
 	if items:
@@ -768,25 +784,43 @@ def boot_sentence(b):
 	return None
 
 
+def boot_class(b):
+	"""A short class of one boot record, for a patch of several functions."""
+	if b.get("build") == "ok" and b.get("boot") == "ok" and b.get("status") == "ok":
+		if b.get("exercised") and b.get("baseline_hits") and not b.get("patched_hits"):
+			return "exercised (%s): the unpatched kernel warned, the patched kernel did not" % b.get("exerciser", "")
+		if b.get("exercised"):
+			return "exercised (%s), but the unpatched kernel did not warn there either" % b.get("exerciser", "")
+		return "booted with no new splat; the patched path was not exercised"
+	return boot_sentence(b).rstrip(".")
+
+
 def tested_paragraph(fps, records):
 	"""Only what was done, from the records of the patch's findings."""
-	c = b = None
-	booted, notbooted = [], []
+	c = None
+	byfn = collections.OrderedDict()
 	for fp in fps:
 		r = records.get(fp) or {}
 		c = c or compile_sentence(r)
-		bs = boot_sentence(r.get("boot"))
-		b = b or bs
-		fn = r.get("function")
-		if fn:
-			(booted if bs else notbooted).append(fn)
-	if not c and not b:
-		return NOT_TESTED
-	if b and notbooted and set(notbooted) - set(booted):
-		b = b.rstrip(".") + " (the rewrite of %s; %s not boot-tested)." % (
-			", ".join("%s()" % x for x in dict.fromkeys(booted)),
-			", ".join("%s()" % x for x in dict.fromkeys(notbooted) if x not in booted))
-	return " ".join([c or "Not compiled.", b or "Not boot-tested."])
+		fn = r.get("function") or fp
+		if r.get("boot") and fn not in byfn:
+			byfn[fn] = r["boot"]
+		elif fn not in byfn:
+			byfn.setdefault(fn, None)
+	booted = {fn: b for fn, b in byfn.items() if b}
+	if len(byfn) <= 1 or not booted:
+		b = boot_sentence(next(iter(booted.values()))) if booted else None
+		if not c and not b:
+			return NOT_TESTED
+		return " ".join([c or "Not compiled.", b or "Not boot-tested."])
+	# several functions: what the boot test showed for each
+	classes = collections.OrderedDict()
+	for fn, b in byfn.items():
+		classes.setdefault(boot_class(b) if b else "not boot-tested", []).append(fn)
+	b = ("Boot-tested in QEMU (x86_64, CONFIG_DEBUG_ATOMIC_SLEEP=y) one function's rewrite at a time, "
+	     "each on the unpatched tree: " + "; ".join(
+		     "%s: %s" % (", ".join("%s()" % x for x in fns), cl) for cl, fns in classes.items()) + ".")
+	return " ".join([c or "Not compiled.", b])
 
 
 def tested_text(unit, compiled, boot):
@@ -1406,21 +1440,30 @@ def rewrite_tests(out, man):
 	return n
 
 
-def retest(out):
-	"""Put boottest.json's results into the test records, then rewrite the
-	testing paragraphs and cover letters from them."""
+def retest(out, build_kdir=None):
+	"""Put boottest.json's results into the test records (and, with
+	build_kdir, build the series in order), then rewrite the testing
+	paragraphs and cover letters from them."""
 	sp = os.path.join(out, "series.json")
 	bp = os.path.join(out, "boottest.json")
 	if not os.path.isfile(sp):
 		raise UserError("no series.json in %s" % out)
-	if not os.path.isfile(bp):
+	if not os.path.isfile(bp) and not build_kdir:
 		raise UserError("no boottest.json in %s (run make boottest)" % out)
 	with open(sp) as f:
 		man = json.load(f)
-	with open(bp) as f:
-		boot = json.load(f)
+	boot = {}
+	if os.path.isfile(bp):
+		with open(bp) as f:
+			boot = json.load(f)
 	results = boot.get("results", boot)
 	man.setdefault("tests", {})
+	if build_kdir:
+		kdir = os.path.realpath(build_kdir)
+		if not os.path.isfile(os.path.join(kdir, "Makefile")):
+			raise UserError("no kernel tree at KDIR=%s" % build_kdir)
+		from nestsleep.series import inorder
+		inorder.build_all(kdir, out, man, log)
 	for s in man["series"]:
 		for e in s["patches"]:
 			for fp in e["fingerprints"]:
