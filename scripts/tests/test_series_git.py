@@ -220,6 +220,45 @@ class FixtureSeries(unittest.TestCase):
 		self.assertEqual(r.returncode, 2)
 
 
+class GitKdirSeries(unittest.TestCase):
+	"""make fixes on a git KDIR: the prefix from its history, a Fixes: tag,
+	--base, and KDIR left as it was."""
+
+	def test_git_kdir(self):
+		tmp = tempfile.mkdtemp(prefix="nestsleep-series-gitkdir-")
+		self.addCleanup(shutil.rmtree, tmp)
+		kdir = os.path.join(tmp, "tree")
+		shutil.copytree(os.path.join(TOP, "fixtures", "patch", "set_current_state_wakers"), kdir)
+		with open(os.path.join(kdir, "Makefile"), "w") as f:
+			f.write("obj-$(CONFIG_SESS) += core.o capi.o\n")
+		env = clean_env(tmp)
+		git(kdir, env, "init", "-q")
+		git(kdir, env, "add", "-A")
+		git(kdir, env, "-c", "user.name=T", "-c", "user.email=t@example.org", "commit", "-q", "-m",
+		    "sess: add the session core")
+		head = git(kdir, env, "rev-parse", "HEAD").stdout.strip()
+		before = git(kdir, env, "count-objects", "-v").stdout
+		out = os.path.join(tmp, "out")
+		r = subprocess.run(["/usr/bin/python3", "-m", "nestsleep", "fixes", "--kdir", kdir, "-j", "2", "--out", out,
+				    "--confidence", "low"], capture_output=True, text=True, env=env, cwd=tmp, timeout=300)
+		self.assertEqual(r.returncode, 0, r.stderr)
+		man = read_json(os.path.join(out, "series.json"))
+		self.assertTrue(man["git"])
+		self.assertEqual(man["base"], head)
+		for s in man["series"]:
+			self.assertEqual(s["git_am"]["failed"], None)
+			cover = read(os.path.join(out, s["cover"]))
+			self.assertIn("base-commit: " + head, cover)
+			for p in s["patches"]:
+				text = read(os.path.join(out, p["patch"]))
+				self.assertIn('Fixes: %s ("sess: add the session core")' % head[:12], text)
+				self.assertRegex(text, r"(?m)^Subject: \[PATCH[^\]]*\] sess: ")
+		# KDIR: no new objects, nothing changed in its work tree
+		self.assertEqual(git(kdir, env, "count-objects", "-v").stdout, before)
+		self.assertEqual(git(kdir, env, "status", "--porcelain").stdout, "")
+		self.assertEqual(git(kdir, env, "rev-parse", "HEAD").stdout.strip(), head)
+
+
 class StateTest(unittest.TestCase):
 	def test_state_as_the_kernel_prints_it(self):
 		for t in (T61, T612):

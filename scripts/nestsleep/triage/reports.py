@@ -403,11 +403,11 @@ def build(a):
 	bysec = collections.OrderedDict()
 	for r in sorted(recs, key=lambda r: (r["section"], r["file"], r["line"])):
 		bysec.setdefault(r["section"], []).append(r)
-	cmd = "make triage KDIR=%s%s%s" % (a.kdir_shown or kdir, (" M=" + a.m) if a.m else "",
+	cmd = "make triage KDIR=%s%s%s" % (a.kdir_shown or "<a %s tree>" % tid, (" M=" + a.m) if a.m else "",
 					   (" BASELINE=" + os.path.relpath(a.baseline, TOP)) if a.baseline else "")
 	for sname, rs in bysec.items():
 		with open(os.path.join(tmp, slug(sname) + ".md"), "w") as f:
-			f.write(section_md(sname, rs, kdir, series, a.kdir_shown or kdir, tid))
+			f.write(section_md(sname, rs, kdir, series, a.kdir_shown or "<a %s tree>" % tid, tid))
 	now = set(r["fingerprint"] for r in recs)
 	stale = {fp: lab for fp, lab in labels.items() if fp not in now and lab.get("verdict")}
 	with open(os.path.join(tmp, "index.md"), "w") as f:
