@@ -286,6 +286,15 @@ class EffectTest(unittest.TestCase):
 			self.assertRegex(t, r"wakeup can be lost|lose (a|the|its) wakeup")
 			self.assertNotIn("[<", t)
 
+	def test_after_loop(self):
+		t = effect.effect_text("after_loop", "warns", "1")
+		self.assertNotRegex(t, r"can (miss|lose)|can be lost|polls for")
+		self.assertIn("no wakeup is lost", t)
+
+	def test_no_line_numbers(self):
+		self.assertEqual(fixes.noline("the wait loop on line 282 leaves; see drivers/x.c:12 and core.c:3"),
+				 "the wait loop leaves; see drivers/x.c and core.c")
+
 	def test_silent(self):
 		t = effect.effect_text("wait_event", "silent", "2")
 		self.assertNotIn("warns", t.replace("no warning", ""))

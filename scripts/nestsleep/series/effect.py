@@ -85,6 +85,10 @@ def effect_text(shape, how, state, observed=None):
 			"does not block: the wait makes an extra pass, and polls for as long as the inner call "
 			"keeps sleeping. The condition is tested again after every prepare_to_wait_event(), so "
 			"no wakeup is lost.")
+	elif shape == "after_loop":
+		text = ("The call runs after the wait loop has ended but before the task state is set back to "
+			"TASK_RUNNING, so it runs in the state the loop set. The wait is over by then: no wakeup is "
+			"lost and nothing polls, and if the call sleeps it returns in TASK_RUNNING.")
 	elif shape == "thread_exit":
 		text = ("The thread function returns with the task state still set, and the exit path calls "
 			"functions that may sleep in that state.")

@@ -548,7 +548,10 @@ def problem_paragraphs(kdir, fs, table):
 	func, prim = f["function"], f["primitive"]
 	expr, _ = finding_state(kdir, f, table)
 	state = expr or "a sleeping state"
-	if f["shape"] == "wait_event":
+	if f.get("after_loop"):
+		head = ("%s() leaves its %s() wait loop with the task state still %s, and then calls %s(), which "
+			"may sleep:" % (func, prim, state, f["call"]))
+	elif f["shape"] == "wait_event":
 		part = "cmd" if f.get("role") == "cmd" else "condition"
 		head = ("%s() waits with %s(). Its %s runs after the task state has been set to %s, and it "
 			"calls %s(), which may sleep:" % (func, prim, part, state, f["call"]))
@@ -568,7 +571,7 @@ def effect_inputs(kdir, fs, table):
 	"""What the effect paragraph of one function depends on, besides the
 	test records: kept in series.json so that retest can rewrite it."""
 	_, hexs = finding_state(kdir, fs[0], table)
-	return {"shape": fs[0]["shape"], "how": "warns" if any(x["effect"] == "warns" for x in fs) else "silent",
+	return {"shape": "after_loop" if fs[0].get("after_loop") else fs[0]["shape"], "how": "warns" if any(x["effect"] == "warns" for x in fs) else "silent",
 		"state": hexs, "fingerprints": [x["fingerprint"] for x in fs]}
 
 
@@ -624,13 +627,18 @@ def group_problem(kdir, group, table):
 	for name, fs in group:
 		f = fs[0]
 		expr, _ = finding_state(kdir, f, table)
-		key = (f["shape"], f["primitive"], f.get("role"), expr or "a sleeping state")
+		key = ("after_loop" if f.get("after_loop") else f["shape"], f["primitive"], f.get("role"),
+		       expr or "a sleeping state")
 		kinds.setdefault(key, []).append(fs)
 	paras = []
 	for (shape, prim, role, state), fss in kinds.items():
 		names = [fs[0]["function"] + "()" for fs in fss]
 		who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-		if shape == "wait_event":
+		if shape == "after_loop":
+			head = ("%s leave%s a %s() wait loop with the task state still %s, and then call%s a function "
+				"that may sleep:" % (who, "s" if len(names) == 1 else "", prim, state,
+						    "s" if len(names) == 1 else ""))
+		elif shape == "wait_event":
 			part = "cmd" if role == "cmd" else "condition"
 			head = ("%s wait%s with %s(). The %s runs after the task state has been set to %s, and calls "
 				"a function that may sleep:" % (who, "s" if len(names) == 1 else "", prim, part, state))
@@ -644,6 +652,13 @@ def group_problem(kdir, group, table):
 				lines.append(chain_lines("%s(): %s" % (fs[0]["function"], c)))
 		paras += [wrap(head), "\n".join(lines)]
 	return paras
+
+
+def noline(text):
+	"""A changelog holds no line numbers: file.c:123 becomes file.c, and
+	'on line 123' goes."""
+	text = re.sub(r"(\.[ch]):\d+\b", r"\1", text)
+	return re.sub(r"\s+(?:on|at) line \d+\b|\s+line \d+\b", "", text)
 
 
 def capital(c):
@@ -684,19 +699,22 @@ def changelog(kdir, group, table, records, signoff, tags):
 	elif unknown:
 		known.append(reached_text(kdir, group[0][1][0]["file"], unknown[0][:-2]))
 	paras.append(wrap(" ".join(known)))
-	reasons = shared([(fs[0]["function"], [fs[0]["fix"]["reason"]]) for name, fs in group])
+	reasons = shared([(fs[0]["function"], [noline(fs[0]["fix"]["reason"])]) for name, fs in group])
+	restore = all(fs[0]["fix"]["kind"] == "restore" for name, fs in group)
+	how = "Set the task state back to TASK_RUNNING as soon as %s ends" % (
+		"each wait loop" if many else "the wait loop") if restore else \
+		"Rewrite %s in %s" % ("each wait" if many else "the wait", WOKEN_FORM)
 	if len(reasons) == 1:
-		paras.append(wrap("Rewrite %s in %s: %s." % ("each wait" if many else "the wait", WOKEN_FORM,
-							      reasons[0][0].rstrip("."))))
+		paras.append(wrap("%s: %s." % (how, reasons[0][0].rstrip("."))))
 	else:
-		paras.append(wrap("Rewrite each wait in %s:" % WOKEN_FORM) + "\n\n" + "\n".join(
+		paras.append(wrap(how + ":") + "\n\n" + "\n".join(
 			wrap("- %s: %s." % (", ".join("%s()" % x for x in funcs), r.rstrip("."))).replace("\n", "\n  ")
 			for r, funcs in reasons))
 	cav = []
 	for name, fs in group:
 		fx = fs[0]["fix"]
 		# a changelog holds no line numbers: file:line in a caveat becomes file
-		cs = [re.sub(r"(\.[ch]):\d+\b", r"\1", capital(c)) for c in fx["caveats"]]
+		cs = [noline(capital(c)) for c in fx["caveats"]]
 		if fx["wakers"]:
 			cs.insert(0, "The wakers in %s are converted in the same patch, so that no wakeup goes around "
 				  "the wait queue." % ", ".join("%s()" % w.split(":")[-1] for w in fx["wakers"]))
