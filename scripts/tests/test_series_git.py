@@ -72,6 +72,15 @@ def am_series(out, sdir, files_from, env, tmp):
 	return bad, len(patches)
 
 
+def fixture_tree(tmp):
+	"""The set_current_state fixture as a small tree, in tmp/tree."""
+	kdir = os.path.join(tmp, "tree")
+	shutil.copytree(os.path.join(TOP, "fixtures", "patch", "set_current_state_wakers"), kdir)
+	with open(os.path.join(kdir, "Makefile"), "w") as f:
+		f.write("obj-$(CONFIG_SESS) += core.o capi.o\n")
+	return kdir
+
+
 class FixtureSeries(unittest.TestCase):
 	"""make fixes on the set_current_state fixture: four functions of
 	core.c, each of whose rewrites adds the same #include lines."""
@@ -79,10 +88,7 @@ class FixtureSeries(unittest.TestCase):
 	def setUp(self):
 		self.tmp = tempfile.mkdtemp(prefix="nestsleep-series-git-")
 		self.addCleanup(shutil.rmtree, self.tmp)
-		self.kdir = os.path.join(self.tmp, "tree")
-		shutil.copytree(os.path.join(TOP, "fixtures", "patch", "set_current_state_wakers"), self.kdir)
-		with open(os.path.join(self.kdir, "Makefile"), "w") as f:
-			f.write("obj-$(CONFIG_SESS) += core.o capi.o\n")
+		self.kdir = fixture_tree(self.tmp)
 		self.out = os.path.join(self.tmp, "out")
 
 	def run_fixes(self, *extra, env=None):
@@ -227,10 +233,7 @@ class GitKdirSeries(unittest.TestCase):
 	def test_git_kdir(self):
 		tmp = tempfile.mkdtemp(prefix="nestsleep-series-gitkdir-")
 		self.addCleanup(shutil.rmtree, tmp)
-		kdir = os.path.join(tmp, "tree")
-		shutil.copytree(os.path.join(TOP, "fixtures", "patch", "set_current_state_wakers"), kdir)
-		with open(os.path.join(kdir, "Makefile"), "w") as f:
-			f.write("obj-$(CONFIG_SESS) += core.o capi.o\n")
+		kdir = fixture_tree(tmp)
 		env = clean_env(tmp)
 		git(kdir, env, "init", "-q")
 		git(kdir, env, "add", "-A")

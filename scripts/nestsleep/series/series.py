@@ -558,20 +558,15 @@ def problem_paragraphs(kdir, fs, table):
 	else:
 		head = ("%s() sets the task state to %s with %s() and, before it calls schedule(), calls %s(), "
 			"which may sleep:" % (func, state, prim, f["call"]))
-	seen = []
-	for x in fs:
-		for p in x.get("paths", [x]):
-			c = chain_text(p["chain"])
-			if c not in seen:
-				seen.append(c)
-	return [wrap(head), "\n".join(chain_lines(c) for c in seen)]
+	return [wrap(head), "\n".join(chain_lines(c) for c in unit_chains(fs))]
 
 
 def effect_inputs(kdir, fs, table):
 	"""What the effect paragraph of one function depends on, besides the
 	test records: kept in series.json so that retest can rewrite it."""
 	_, hexs = finding_state(kdir, fs[0], table)
-	return {"shape": "after_loop" if fs[0].get("after_loop") else fs[0]["shape"], "how": "warns" if any(x["effect"] == "warns" for x in fs) else "silent",
+	return {"shape": "after_loop" if fs[0].get("after_loop") else fs[0]["shape"],
+		"how": "warns" if any(x["effect"] == "warns" for x in fs) else "silent",
 		"state": hexs, "fingerprints": [x["fingerprint"] for x in fs]}
 
 
