@@ -150,6 +150,30 @@ class FixtureSeries(unittest.TestCase):
 		self.assertLessEqual(allp.count("+#include <linux/sched/signal.h>"), 1)
 		self.assertNotIn(".git", os.listdir(self.kdir))
 
+	def test_retest_rewrites_patch_cover_and_manifest(self):
+		r = self.run_fixes("--confidence", "low")
+		self.assertEqual(r.returncode, 0, r.stderr)
+		man, ps = self.patches()
+		fp = ps[0]["fingerprints"][0]
+		with open(os.path.join(self.out, "boottest.json"), "w") as f:
+			json.dump({"results": {fp: {"status": "ok", "build": "ok", "boot": "ok", "exercised": True,
+						    "exerciser": "kernel-boot/exercise/x.sh", "applied_after": [],
+						    "baseline_hits": ["do not call blocking ops in sess_busy"],
+						    "patched_hits": []}}}, f)
+		r = subprocess.run(["/usr/bin/python3", "-m", "nestsleep", "retest", self.out], capture_output=True,
+				   text=True, env=clean_env(self.tmp), timeout=300)
+		self.assertEqual(r.returncode, 0, r.stderr)
+		man, ps = self.patches()
+		self.assertIn("the unpatched kernel warned", ps[0]["tested_text"])
+		self.assertIn("booted", ps[0]["test_status"])
+		patch = re.sub(r"\s+", " ", read(os.path.join(self.out, ps[0]["patch"])))
+		cover = re.sub(r"\s+", " ", read(os.path.join(self.out, man["series"][0]["cover"])))
+		self.assertIn(re.sub(r"\s+", " ", ps[0]["tested_text"]), patch)
+		self.assertIn("the unpatched kernel warned", cover)
+		# the warning a boot printed is now quoted, and only that one
+		self.assertIn("recorded it as \"do not call blocking ops in sess_busy\"", patch)
+		self.assertEqual(man["tests"][fp]["boot"]["baseline_hits"], ["do not call blocking ops in sess_busy"])
+
 	def test_series_no_signoff_by_default(self):
 		# a configured identity is not used to sign unless asked
 		env = clean_env(self.tmp, ("Machine Placeholder", "placeholder@example.org"))

@@ -1424,7 +1424,7 @@ def rewrite_tests(out, man):
 				text = f.read()
 			old = e["tested_text"]
 			changed = False
-			if wrap(old) in text:
+			if wrap(old) in text and old != new:
 				text = text.replace(wrap(old), wrap(new), 1)
 				changed = True
 			if e.get("effects"):
