@@ -458,3 +458,34 @@ class ReportTextTest(unittest.TestCase):
 
 if __name__ == "__main__":
 	unittest.main()
+
+
+class InorderTest(unittest.TestCase):
+	"""How one patch's in-order build is judged (series/inorder.py), with a
+	stand-in for make."""
+
+	class Fake:
+		def __init__(self, results):
+			self.results = results
+			self.calls = []
+
+		def compile(self, obj, arches):
+			self.calls.append((obj, tuple(arches)))
+			return self.results[obj]
+
+	def test_ok_failed_not_built(self):
+		from nestsleep.series import inorder
+		e = {"files": ["drivers/a.c", "drivers/b.c", "include/x.h"]}
+		b = self.Fake({"drivers/a.o": ("ok", "x86_64", "")})
+		r = inorder.build_patch(b, e, 2, {"drivers/a.o": "x86_64"}, {"drivers/b.o": "No rule"})
+		self.assertEqual(r["status"], "ok")
+		self.assertIn("after patches 1-2 of the series", r["how"])
+		self.assertEqual(r["not_built"], ["drivers/b.o"])
+		# only the arch that built the unpatched object is tried
+		self.assertEqual(b.calls, [("drivers/a.o", ("x86_64",))])
+		b = self.Fake({"drivers/a.o": ("not-built", None, "error: x")})
+		r = inorder.build_patch(b, {"files": ["drivers/a.c"]}, 1, {"drivers/a.o": "powerpc"}, {})
+		self.assertEqual(r["status"], "failed")
+		r = inorder.build_patch(b, {"files": ["drivers/b.c"]}, 1, {}, {"drivers/b.o": "x"})
+		self.assertEqual(r["status"], "not-built")
+		self.assertIn("unpatched", r["reason"])

@@ -97,6 +97,7 @@ def build_all(kdir, out, manifest, log):
 	if not shutil.which("make") or not shutil.which("gcc") or not shutil.which("flock"):
 		log("in-order build: make, gcc or flock missing; not built")
 		return
+	out = os.path.abspath(out)     # patch(1) runs in the scratch tree
 	b = Builder(kdir, log)
 	b.fresh_tree()
 	recs = manifest["tests"]
