@@ -1395,7 +1395,7 @@ def cover_blurb(ent, ro, manifest, tid):
 	paras.append("\n".join(wrap("- " + x).replace("\n", "\n  ") for x in notes))
 	if ro:
 		paras.append(wrap("Also found in this section, with no patch here:") + "\n" + "\n".join(
-			"  %s: %s(): %s" % (f["file"], f["function"], w) for f, w in ro))
+			"  %s: %s(): %s" % (f["file"], f["function"], noline(w)) for f, w in ro))
 	return "\n\n".join(paras)
 
 
