@@ -372,6 +372,15 @@ class RecipientsTest(unittest.TestCase):
 		self.assertFalse(fixes.is_netdev(fixes.recipients(T612, ["drivers/mtd/spi-nor/core.c"])))
 
 
+class NetPrefixTest(unittest.TestCase):
+	def test_patch_net_only_with_fixes_on_git(self):
+		tagged = [{"fixes_tag": 'abcdef012345 ("x: y")'}]
+		self.assertEqual(fixes.subject_prefix(True, True, tagged), "PATCH net")
+		self.assertEqual(fixes.subject_prefix(True, False, tagged), "PATCH")
+		self.assertEqual(fixes.subject_prefix(True, True, tagged + [{"fixes_tag": ""}]), "PATCH")
+		self.assertEqual(fixes.subject_prefix(False, True, tagged), "PATCH")
+
+
 class FixesTagTest(unittest.TestCase):
 	"""Fixes: names the later of the commit that added the wait and the
 	one that added the sleeping hop."""

@@ -318,6 +318,12 @@ def recipients(kdir, files):
 	return to, cc
 
 
+def subject_prefix(netdev, git, entries):
+	"""[PATCH net] for a netdev-maintained series only when KDIR is git and
+	every patch has a Fixes: tag (maintainer-netdev.rst); else [PATCH]."""
+	return "PATCH net" if netdev and git and entries and all(e["fixes_tag"] for e in entries) else "PATCH"
+
+
 def is_netdev(rcpt):
 	"""Whether netdev@vger.kernel.org is among the recipients."""
 	return any(re.search(r"\bnetdev@vger\.kernel\.org\b", x) for x in rcpt[0] + rcpt[1])
@@ -1298,8 +1304,7 @@ def make_series(a, kdir, tid, series, others, records, table, signoff, author, l
 		to, cc = rcpt
 		if not to:
 			to, cc = cc[:1], cc[1:]
-		netdev = is_netdev(rcpt)
-		sprefix = "PATCH net" if netdev and git and all(e["fixes_tag"] for e in entries) else "PATCH"
+		sprefix = subject_prefix(is_netdev(rcpt), git, entries)
 		os.makedirs(os.path.join(tmp, sdir))
 		cmd = ["format-patch", "-q", "--cover-letter", "--thread", "-o", os.path.join(tmp, sdir),
 		       "--subject-prefix=" + sprefix]
