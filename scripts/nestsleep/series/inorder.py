@@ -13,6 +13,7 @@ its patches are applied one after another with patch -p1, each followed by
 a build of the objects of the files it touches, and reverted at the end.
 """
 
+import fcntl
 import os
 import re
 import shutil
@@ -99,6 +100,19 @@ def build_all(kdir, out, manifest, log):
 		return
 	out = os.path.abspath(out)     # patch(1) runs in the scratch tree
 	b = Builder(kdir, log)
+	# one in-order build of a tree at a time: a second one would remake
+	# the scratch tree under the first
+	os.makedirs(b.root, exist_ok=True)
+	with open(os.path.join(b.root, "lock"), "w") as lockf:
+		try:
+			fcntl.flock(lockf, fcntl.LOCK_EX | fcntl.LOCK_NB)
+		except OSError:
+			log("in-order build: waiting for another in-order build of %s" % b.root)
+			fcntl.flock(lockf, fcntl.LOCK_EX)
+		build_series(b, out, manifest, log)
+
+
+def build_series(b, out, manifest, log):
 	b.fresh_tree()
 	recs = manifest["tests"]
 	for s in manifest["series"]:
@@ -120,8 +134,9 @@ def build_all(kdir, out, manifest, log):
 				ap = subprocess.run(["patch", "-p1", "-s", "--no-backup-if-mismatch", "-i", path], cwd=b.tree,
 						    capture_output=True, text=True)
 				if ap.returncode != 0:
-					res = {"status": "failed", "reason": "the patch does not apply after patches 1-%d of "
-					       "its series: %s" % (i - 1, (ap.stdout + ap.stderr)[-300:])}
+					res = {"status": "failed", "reason": "the patch does not apply%s: %s" % (
+						" after the %d before it in its series" % (i - 1) if i > 1 else "",
+						(ap.stdout + ap.stderr)[-300:])}
 				else:
 					applied.append(path)
 					res = build_patch(b, e, i, arch_of, pristine)
