@@ -450,6 +450,15 @@ class CommittedSeriesApply(unittest.TestCase):
 
 
 class ReportTextTest(unittest.TestCase):
+	def test_patch_holds_realigned_diff(self):
+		from nestsleep.triage import reports
+		fixer = "--- a/x.c\n+++ b/x.c\n@@ -1,3 +1,4 @@\n+#include <linux/wait.h>\n-\t}\n-old();\n+new();\n+\t}\n"
+		# git aligned the same change differently, and an earlier patch
+		# of the series added the #include
+		git_patch = ["-old();", "+new();", "+other();"]
+		self.assertTrue(reports.patch_holds(git_patch, fixer))
+		self.assertFalse(reports.patch_holds(["-old();", "+other();"], fixer))
+
 	def test_reports_reproduce_names_tree_id(self):
 		from nestsleep.triage import reports
 		r = {"file": "drivers/x/y.c", "line": 3, "col": 1, "function": "f", "message": "m", "fingerprint": "ab",

@@ -91,15 +91,24 @@ def changed_lines(diff):
 		and l != "-- "]	# a mail's signature mark
 
 
+def net_change(lines):
+	"""(lines added, lines removed) of a diff's +/- lines, a line both
+	added and removed cancelling out: two diffs of the same change that
+	align it differently (git's and the fixer's) agree on it."""
+	plus = collections.Counter(l[1:] for l in lines if l.startswith("+"))
+	minus = collections.Counter(l[1:] for l in lines if l.startswith("-"))
+	return plus - minus, minus - plus
+
+
 def patch_holds(changed, diff):
-	"""Whether a series patch's changed lines hold every change of this
-	finding's diff (a patch may fix several functions, and an #include
-	that an earlier patch of the series added is not added again)."""
+	"""Whether a series patch's changes hold every change of this finding's
+	diff (a patch may fix several functions, and an #include that an
+	earlier patch of the series added is not added again)."""
 	if changed is None:
 		return False
-	want = collections.Counter(l for l in changed_lines(diff) if not re.match(r"^\+\s*#\s*include\s", l))
-	have = collections.Counter(changed)
-	return not (want - have)
+	want = net_change([l for l in changed_lines(diff) if not re.match(r"^\+\s*#\s*include\s", l)])
+	have = net_change(changed)
+	return not (want[0] - have[0]) and not (want[1] - have[1])
 
 
 def suggested_fix(f):
