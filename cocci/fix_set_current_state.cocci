@@ -25,6 +25,14 @@
 /// and every wake_up_process() of the thread becomes
 /// wake_up_interruptible(&thread_wq).
 ///
+/// A loop whose thread is already on a wait queue (add_wait_queue() with a
+/// DECLARE_WAITQUEUE(wait, current) or init_waitqueue_entry(&wait, current)
+/// entry: the Bluetooth cmtp and bnep fixes, commits f06d977309d0 and
+/// 25717382c1dd) keeps its queue: the entry becomes
+/// DEFINE_WAIT_FUNC(wait, woken_wake_function), schedule() becomes
+/// wait_woken(), and the setters and the restore of TASK_RUNNING right
+/// after the loop go.
+///
 //# nestsleep's driver (scripts/nestsleep/fix/fixer.py, plan_own_queue())
 //# picks the loop, the names and the wakers, and passes them in
 //# NESTSLEEP_SITES (JSON): the function, the entry, the queue, the state,
@@ -37,7 +45,11 @@
 //# drops the setters (by function); "wrap" puts add_wait_queue() and
 //# remove_wait_queue() around the loop (by position, in its first rule)
 //# and declares the entry when the function has no declarations; "decl"
-//# declares it after the last declaration (by position).  The static
+//# declares it after the last declaration (by position).  A loop already
+//# on a queue ("onqueue": true) needs only the "body" pass, which then
+//# also turns the entry into DEFINE_WAIT_FUNC() ("entry_decl": "declare"
+//# or "init") and drops the restore of TASK_RUNNING right after the loop
+//# that holds the new wait_woken().  The static
 //# queue head, the wakers in other functions and the forwarded entries
 //# are text edits of the driver (see plan_own_queue()).  A do ... while
 //# loop is not matched ("not supported" in spatch 1.1.1): the driver
@@ -126,13 +138,73 @@ position p : script:python() { ns_here(p, "body") };
 )
 
 @depends on patch@
-position p : script:python() { ns_here(p, "body") and NS.get("restores") };
+position p : script:python() { ns_here(p, "body") and bool(NS.get("restores")) };
 @@
 
 (
 - set_current_state@p(TASK_RUNNING);
 |
 - __set_current_state@p(TASK_RUNNING);
+)
+
+// "body" of a loop already on a queue: its entry, made for a task woken
+// by default_wake_function(), becomes one for wait_woken().
+
+@depends on patch@
+declarer name DECLARE_WAITQUEUE;
+identifier args.entry;
+symbol current;
+position p : script:python() { ns_here(p, "body") and NS.get("entry_decl") == "declare" };
+@@
+
+- DECLARE_WAITQUEUE@p(entry, current);
++ DEFINE_WAIT_FUNC(entry, woken_wake_function);
+
+@depends on patch@
+identifier args.entry;
+typedef wait_queue_entry_t;
+symbol current;
+position p : script:python() { ns_here(p, "body") and NS.get("entry_decl") == "init" };
+@@
+
+(
+- wait_queue_entry_t entry@p;
++ DEFINE_WAIT_FUNC(entry, woken_wake_function);
+|
+- struct wait_queue_entry entry@p;
++ DEFINE_WAIT_FUNC(entry, woken_wake_function);
+)
+
+@depends on patch@
+identifier args.entry;
+symbol current;
+position p : script:python() { ns_here(p, "body") and NS.get("entry_decl") == "init" };
+@@
+
+- init_waitqueue_entry@p(&entry, current);
+
+// ... and the restore of TASK_RUNNING right after the loop goes: the loop
+// that now holds wait_woken(&entry, ...) sets no state.  Other restores
+// stay (a goto exit, an error path).
+
+@depends on patch@
+identifier args.entry;
+expression E1;
+position p : script:python() { ns_here(p, "body") and bool(NS.get("onqueue")) };
+@@
+
+(
+  while@p (E1) { <+... wait_woken(&entry, ...) ...+> }
+- __set_current_state(TASK_RUNNING);
+|
+  while@p (E1) { <+... wait_woken(&entry, ...) ...+> }
+- set_current_state(TASK_RUNNING);
+|
+  for@p (...;...;...) { <+... wait_woken(&entry, ...) ...+> }
+- __set_current_state(TASK_RUNNING);
+|
+  for@p (...;...;...) { <+... wait_woken(&entry, ...) ...+> }
+- set_current_state(TASK_RUNNING);
 )
 
 // "wrap": the queue around the loop, by the loop's line.  A restore of

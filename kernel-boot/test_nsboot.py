@@ -184,6 +184,11 @@ class GoldenStatusTest(unittest.TestCase):
 		('derived_interleaved_probe.log', Status.SUCCESS, 'Ran 23 tests: passed: 23'),
 		('real_before_lockdep_tcg.log', Status.SUCCESS, 'Ran 23 tests: passed: 23'),
 		('real_plain_boot_tcg.log', Status.SUCCESS, 'booted to init and shut down'),
+		('real_ownqueue_before_tcg.log', Status.SPLAT,
+		 '1 unexpected splat(s): 1x do not call blocking ops in rfcomm_run (test modprobe_rfcomm)'),
+		('real_ownqueue_after_tcg.log', Status.SUCCESS, 'Ran 6 tests: passed: 6'),
+		('derived_ownqueue_rmmod_stuck.log', Status.TEST_FAILURE,
+		 '1 failed, 0 crashed: rmmod_rfcomm; init reported rc=1'),
 	)
 
 	def test_statuses(self) -> None:
@@ -612,6 +617,20 @@ def read_newc(data: bytes) -> Dict[str, tuple]:
 		out[name] = (f[1], body, f[9], f[10])
 
 
+def write_bytes(path: str, data: bytes) -> str:
+	"""Write data to path (its directories made); return path."""
+	os.makedirs(os.path.dirname(path), exist_ok=True)
+	with open(path, 'wb') as f:
+		f.write(data)
+	return path
+
+
+def initramfs_entries(path: str) -> Dict[str, tuple]:
+	"""The members of a gzip'd newc initramfs."""
+	with open(path, 'rb') as f:
+		return read_newc(gzip.decompress(f.read()))
+
+
 class InitramfsTest(unittest.TestCase):
 	"""The cpio writer and the initramfs contents."""
 
@@ -652,6 +671,55 @@ class InitramfsTest(unittest.TestCase):
 			nsboot_kernel.make_initramfs(out + '2', ko)
 			with open(out + '2', 'rb') as f:
 				self.assertEqual(f.read(), raw)	# reproducible
+
+	def fake_build(self, d: str, order: List[str]) -> nsboot_kernel.LinuxSourceTree:
+		"""A build dir with kernel.release, modules.order (order, or none) and modules.builtin."""
+		if order:
+			write_bytes(os.path.join(d, 'include', 'config', 'kernel.release'), b'6.1.192\n')
+			write_bytes(os.path.join(d, 'modules.order'), ''.join(x + '\n' for x in order).encode())
+			write_bytes(os.path.join(d, 'modules.builtin'), b'kernel/lib/crc32.ko\n')
+		return nsboot_kernel.LinuxSourceTree(d, d, nsboot_config.Kconfig(), nsboot_kernel.load_arch('x86_64'))
+
+	def test_tree_modules_as_modules_install_lays_them_out(self) -> None:
+		with tempfile.TemporaryDirectory() as d:
+			tree = self.fake_build(d, ['net/bluetooth/bluetooth.ko', 'kernel/net/bluetooth/rfcomm/rfcomm.ko',
+						   'net/bluetooth/hidp/hidp.o'])
+			for ko in ('net/bluetooth/bluetooth.ko', 'net/bluetooth/rfcomm/rfcomm.ko',
+				   'net/bluetooth/hidp/hidp.ko'):
+				write_bytes(os.path.join(d, ko), b'\x7fELF' + ko.encode())
+			release, files = tree.tree_modules()
+			self.assertEqual(release, '6.1.192')
+			self.assertEqual([n for n, _ in files], [
+				'lib/modules/6.1.192/kernel/net/bluetooth/bluetooth.ko',
+				'lib/modules/6.1.192/kernel/net/bluetooth/rfcomm/rfcomm.ko',
+				'lib/modules/6.1.192/kernel/net/bluetooth/hidp/hidp.ko',
+				'lib/modules/6.1.192/modules.order', 'lib/modules/6.1.192/modules.builtin'])
+			self.assertEqual(files[2][1], os.path.join(d, 'net/bluetooth/hidp/hidp.ko'))
+
+	def test_tree_modules_missing_ko_is_a_build_error(self) -> None:
+		with tempfile.TemporaryDirectory() as d:
+			tree = self.fake_build(d, ['net/bluetooth/bluetooth.ko'])
+			with self.assertRaisesRegex(nsboot_kernel.BuildError, 'lists net/bluetooth/bluetooth.ko'):
+				tree.tree_modules()
+		with tempfile.TemporaryDirectory() as d:
+			with self.assertRaisesRegex(nsboot_kernel.BuildError, 'build the kernel first'):
+				self.fake_build(d, []).tree_modules()
+
+	@unittest.skipUnless(os.path.isfile('/bin/busybox'), '/bin/busybox missing')
+	def test_extra_files_with_their_directories(self) -> None:
+		with tempfile.TemporaryDirectory() as d:
+			src = write_bytes(os.path.join(d, 'rfcomm.ko'), b'\x7fELFrfcomm')
+			out = os.path.join(d, 'i.cpio.gz')
+			nsboot_kernel.make_initramfs(out, None, None, extra_files=[
+				('lib/modules/6.1/kernel/net/bluetooth/rfcomm/rfcomm.ko', src),
+				('lib/modules/6.1/modules.order', src)])
+			ents = initramfs_entries(out)
+			self.assertEqual(ents['lib/modules/6.1/kernel/net/bluetooth/rfcomm/rfcomm.ko'][1], b'\x7fELFrfcomm')
+			for dname in ('lib', 'lib/modules', 'lib/modules/6.1', 'lib/modules/6.1/kernel/net/bluetooth/rfcomm'):
+				self.assertTrue(stat.S_ISDIR(ents[dname][0]), dname)
+			self.assertIn('bin/depmod', ents)
+			self.assertEqual(ents['sbin/modprobe'][1], b'/bin/busybox')
+			self.assertIn('depmod ||', ents['init'][1].decode())
 
 	def test_dynamic_elf_refused(self) -> None:
 		if nsboot_kernel.is_static_elf(sys.executable):

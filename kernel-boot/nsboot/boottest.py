@@ -47,7 +47,7 @@ from nestsleep.series import series
 from nsboot import HARNESS, cache_root
 from nsboot import config as nsboot_config
 from nsboot import kernel as nsboot_kernel
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 
 
@@ -55,9 +55,11 @@ def log(msg: str) -> None:
 	print('[boottest] ' + msg, flush=True)
 
 
-def nsboot_run(ns, tree: str, syms: List[str], jp: str, script: str = '') -> dict:
+def nsboot_run(ns, tree: str, syms: List[str], jp: str, script: str = '',
+	       extra: Sequence[str] = ()) -> dict:
 	"""'nsboot run' on tree, in this process; its JSON result, with the
-	elapsed time and the tail of what it printed."""
+	elapsed time, the command and the tail of what it printed.  syms are
+	enabled as =y; extra are more 'nsboot run' options."""
 	from nsboot import main as nsboot_main
 	argv = ['run', '--kdir', tree, '--no-module', '--json', jp,
 		'--timeout', str(int(ns.timeout)), '-j', str(ns.jobs)]
@@ -65,6 +67,7 @@ def nsboot_run(ns, tree: str, syms: List[str], jp: str, script: str = '') -> dic
 		argv += ['--test-script', script]
 	for s in syms:
 		argv += ['--kconfig-add', 'CONFIG_%s=y' % bare(s)]
+	argv += list(extra)
 	log('$ nsboot ' + ' '.join(argv))
 	if os.path.exists(jp):
 		os.unlink(jp)
@@ -77,6 +80,7 @@ def nsboot_run(ns, tree: str, syms: List[str], jp: str, script: str = '') -> dic
 		with open(jp) as f:
 			doc = json.load(f)
 	doc['_elapsed_s'] = round(time.monotonic() - t, 1)
+	doc['_argv'] = argv
 	doc['_tail'] = printed.getvalue()[-1500:]
 	return doc
 

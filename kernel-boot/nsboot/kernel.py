@@ -48,7 +48,14 @@ BUSYBOX = '/bin/busybox'
 BUSYBOX_APPLETS = ('sh', 'mount', 'umount', 'echo', 'cat', 'insmod', 'rmmod', 'lsmod',
 		   'modprobe', 'reboot', 'poweroff', 'sleep', 'uname', 'dmesg', 'mkdir', 'ls',
 		   'true', 'false', 'test', '[', 'printf', 'grep', 'sed', 'tr', 'sync', 'cp',
-		   'mknod', 'dd', 'wc', 'head', 'tail', 'env', 'date', 'seq', 'kill', 'timeout')
+		   'mknod', 'dd', 'wc', 'head', 'tail', 'env', 'date', 'seq', 'kill', 'timeout',
+		   'depmod')
+INITRAMFS_DIRS = ('bin', 'sbin', 'dev', 'proc', 'sys', 'tmp', 'etc', 'root', 'nsboot')
+MODULES_ORDER = 'modules.order'
+KERNEL_RELEASE = os.path.join('include', 'config', 'kernel.release')
+# what modules_install copies besides the .ko files; busybox depmod in the
+# guest writes modules.dep from the .ko files themselves
+MODULES_META = ('modules.order', 'modules.builtin', 'modules.builtin.modinfo')
 
 
 class ConfigError(Exception):
@@ -307,6 +314,38 @@ class LinuxSourceTree:
 			raise BuildError(f'make succeeded but there is no {ko}')
 		return ko
 
+	def tree_modules(self) -> Tuple[str, List[Tuple[str, str]]]:
+		"""The kernel's own modules (CONFIG_X=m), as modules_install lays them out.
+
+		Returns (kernel release, [(path in the initramfs, file in the build
+		dir)]): lib/modules/<release>/kernel/<path>.ko for each module of
+		modules.order, and the modules.* lists next to them.  Raises
+		BuildError when the build dir has no modules.order or a listed .ko
+		is missing (the kernel was not built).
+		"""
+		try:
+			with open(os.path.join(self.build_dir, KERNEL_RELEASE)) as f:
+				release = f.read().strip()
+			with open(os.path.join(self.build_dir, MODULES_ORDER)) as f:
+				order = [l.strip() for l in f if l.strip()]
+		except OSError as e:
+			raise BuildError(f'{e.filename}: {e.strerror} (build the kernel first)') from None
+		base = f'lib/modules/{release}'
+		files: List[Tuple[str, str]] = []
+		for rel in order:
+			rel = re.sub(r'^kernel/', '', rel)
+			if rel.endswith('.o'):	# 6.2 and later list the objects
+				rel = rel[:-2] + '.ko'
+			ko = os.path.join(self.build_dir, rel)
+			if not os.path.isfile(ko):
+				raise BuildError(f'{MODULES_ORDER} lists {rel}, but there is no {ko}')
+			files.append((f'{base}/kernel/{rel}', ko))
+		for name in MODULES_META:
+			path = os.path.join(self.build_dir, name)
+			if os.path.isfile(path):
+				files.append((f'{base}/{name}', path))
+		return release, files
+
 
 def _sync_file(src: str, dst: str) -> None:
 	"""Copy src to dst only when the content differs (keeps make incremental)."""
@@ -418,6 +457,10 @@ say() {
 }
 say "init started"
 rc=0
+# the kernel's own modules, if the initramfs has them: modprobe needs modules.dep
+if [ -d /lib/modules ]; then
+	depmod || say "depmod failed"
+fi
 MOD=/nsboot/@MODULE@.ko
 if [ -f $MOD ]; then
 	say "module @MODULE@"
@@ -453,11 +496,14 @@ exit 1
 
 
 def make_initramfs(out_path: str, module_ko: Optional[str] = None,
-		   test_script: Optional[str] = None, busybox: str = BUSYBOX) -> int:
+		   test_script: Optional[str] = None, busybox: str = BUSYBOX,
+		   extra_files: Sequence[Tuple[str, str]] = ()) -> int:
 	"""Write the busybox-static initramfs (gzip'd newc cpio); return its size.
 
-	Contents: /bin/busybox and applet links, /init (INIT_SCRIPT), and in
-	/nsboot the test module and an optional test.sh.
+	Contents: /bin/busybox and applet links, /init (INIT_SCRIPT), in
+	/nsboot the test module and an optional test.sh, and extra_files
+	[(path in the archive, file to copy)], e.g. the kernel's own modules
+	from LinuxSourceTree.tree_modules(), with their directories.
 	"""
 	if not os.path.isfile(busybox):
 		raise BootError(f'{busybox} not found (apt-get install busybox-static)')
@@ -465,7 +511,7 @@ def make_initramfs(out_path: str, module_ko: Optional[str] = None,
 		raise BootError(f'{busybox} is not statically linked (apt-get install busybox-static)')
 	raw = io.BytesIO()
 	w = CpioWriter(raw)
-	for d in ('bin', 'sbin', 'dev', 'proc', 'sys', 'tmp', 'etc', 'root', 'nsboot'):
+	for d in INITRAMFS_DIRS:
 		w.directory(d, 0o1777 if d == 'tmp' else 0o755)
 	w.chardev('dev/console', 5, 1)
 	w.chardev('dev/null', 1, 3, 0o666)
@@ -480,6 +526,20 @@ def make_initramfs(out_path: str, module_ko: Optional[str] = None,
 	if test_script:
 		with open(test_script, 'rb') as f:
 			w.file('nsboot/test.sh', f.read(), 0o755)
+	dirs = set(INITRAMFS_DIRS)
+	if extra_files:
+		# the kernel's request_module() runs CONFIG_MODPROBE_PATH, /sbin/modprobe
+		# (crypto_register_alg() warns when it cannot load cryptomgr)
+		w.symlink('sbin/modprobe', '/bin/busybox')
+	for name, src in extra_files:
+		parts = name.split('/')
+		for i in range(1, len(parts)):
+			d = '/'.join(parts[:i])
+			if d not in dirs:
+				dirs.add(d)
+				w.directory(d)
+		with open(src, 'rb') as f:
+			w.file(name, f.read(), 0o644)
 	w.trailer()
 	tmp = out_path + '.tmp'
 	with open(tmp, 'wb') as f:

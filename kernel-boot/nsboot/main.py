@@ -34,7 +34,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, TextIO
+from typing import Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from nsboot import config as nsboot_config
 from nsboot import kernel as nsboot_kernel
@@ -79,6 +79,7 @@ class ExecRequest(BuildRequest):
 	log: Optional[str] = None
 	raw_output: bool = False
 	test_script: Optional[str] = None
+	tree_modules: bool = False
 	json_path: Optional[str] = None
 
 
@@ -213,9 +214,15 @@ def exec_stage(req: ExecRequest) -> Result:
 			accel = 'kvm' if ok else 'tcg'
 			stamp(f'KVM probe: {why}; using {accel.upper()}')
 		initrd = os.path.join(tree.build_dir, nsboot_kernel.INITRAMFS_PATH)
-		size = nsboot_kernel.make_initramfs(initrd, ko, req.test_script)
+		extra: List[Tuple[str, str]] = []
+		if req.tree_modules:
+			release, extra = tree.tree_modules()
+			n = sum(1 for name, _ in extra if name.endswith('.ko'))
+			stamp(f'The kernel\'s own modules go in /lib/modules/{release}: {n} .ko')
+		size = nsboot_kernel.make_initramfs(initrd, ko, req.test_script, extra_files=extra)
 		stamp(f'Wrote {initrd} ({size // 1024} KiB: busybox, /init'
-		      f'{", " + os.path.basename(ko) if ko else ""}{", test.sh" if req.test_script else ""})')
+		      f'{", " + os.path.basename(ko) if ko else ""}{", test.sh" if req.test_script else ""}'
+		      f'{", the kernel modules" if extra else ""})')
 		append = ['panic=-1', 'oops=panic', 'printk.devkmsg=on']
 		if req.rounds is not None:
 			append.append(f'nsboot_rounds={req.rounds}')
@@ -400,6 +407,9 @@ def add_exec_opts(p: argparse.ArgumentParser) -> None:
 		       help='print the whole console as it comes')
 	p.add_argument('--test-script', '--test_script', dest='test_script',
 		       help='a shell script the guest runs as /nsboot/test.sh')
+	p.add_argument('--tree-modules', '--tree_modules', dest='tree_modules', action='store_true',
+		       help="put the kernel's own modules (CONFIG_X=m) in the initramfs, in "
+		       '/lib/modules/<release>; /init runs depmod, so the test script can modprobe them')
 	p.add_argument('--json', dest='json_path', help='write the results as JSON here')
 
 
@@ -490,7 +500,7 @@ def main(argv: Sequence[str]) -> int:
 			rounds=ns.rounds, bound_ms=ns.bound_ms, jitter_us=ns.jitter_us, only=ns.only,
 			unfixed=getattr(ns, 'unfixed', None), append=ns.append,
 			log=ns.log, raw_output=ns.raw_output, test_script=ns.test_script,
-			json_path=ns.json_path)
+			tree_modules=ns.tree_modules, json_path=ns.json_path)
 	if ns.subcommand == 'exec':
 		req = ExecRequest(**common, **module, **execopts)
 		results['exec'] = exec_stage(req)

@@ -285,5 +285,18 @@ class KeepBlankTest(unittest.TestCase):
 		self.assertEqual(fixer.keep_blank(old, new), new)
 
 
+class DeclLineTest(unittest.TestCase):
+	"""The text path declares its entry above the block's declarations
+	with no blank line between them (drbd_request_detach_interruptible()
+	got one before 'int ret, rv;')."""
+
+	def test_declarations(self):
+		for line in ("\tint ret, rv;", "\tint a = 1, b;", "\tstruct x *p, *q;", "\tchar buf[8], c;",
+			     "\tunsigned long flags;", "\tDEFINE_WAIT(w);"):
+			self.assertTrue(fixer.is_decl_line(line), line)
+		for line in ("\tret = f(a, b);", "\tx = y;", "\treturn a;", "\tfoo(a, b);"):
+			self.assertFalse(fixer.is_decl_line(line), line)
+
+
 if __name__ == "__main__":
 	unittest.main()

@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""The own-queue form (issue 15 item 3): a set_current_state() loop of a
-thread on no wait queue gets a queue of its own (hidp 5da8e47d849d).
-What fixer.py's plan_own_queue() chooses (the site, the names, the
-wakers) and refuses, run through MODE=patch on small trees written here;
-fixtures/patch/own_queue*.c test the shapes end to end."""
+"""The set_current_state() loop rewrites of cocci/fix_set_current_state.cocci.
+The own-queue form (issue 15 item 3): a loop of a thread on no wait queue
+gets a queue of its own (hidp 5da8e47d849d).  What fixer.py's
+plan_own_queue() chooses (the site, the names, the wakers) and refuses,
+run through MODE=patch on small trees written here.  The on-queue form
+(cmtp f06d977309d0, bnep 25717382c1dd): a loop already on a queue keeps
+it (plan_set_current_state()).  fixtures/patch/own_queue*.c and
+set_current_state_wakers test the shapes end to end."""
 
 import json
 import os
@@ -64,7 +67,7 @@ void kick_%s(void)
 """ % (task, name, task, name, name, task)
 
 
-class OwnQueue(unittest.TestCase):
+class TreeRun(unittest.TestCase):
 	"""One MODE=patch run per tree; each test reads its functions' fix."""
 
 	def run_tree(self, files):
@@ -84,6 +87,8 @@ class OwnQueue(unittest.TestCase):
 		with open(out) as f:
 			return {x["function"]: x["fix"] for x in json.load(f)["findings"]}, p.stdout
 
+
+class OwnQueue(TreeRun):
 	def test_site_names_and_waker(self):
 		src = HEAD + "static int t_thread_wq;\n" + loop("t_thread", after="schedule();") + starter("t_thread", "tt")
 		fix, diff = self.run_tree({"t.c": src})
@@ -201,6 +206,138 @@ static int fwd_thread(void *arg)
 		self.assertIn("-\tinit_waitqueue_entry(&a, current);", diff)
 		# the wake function comes before the thread function that names it
 		self.assertLess(diff.index("fwd_thread_wake_function(struct"), diff.index("DEFINE_WAIT_FUNC(a,"))
+
+
+ON_QUEUE_HEAD = """
+struct q {
+	wait_queue_head_t wq;
+	struct task_struct *task;
+};
+"""
+
+ON_QUEUE = """
+static int %(name)s(void *arg)
+{
+	struct q *q = arg;
+	%(decl)s
+
+	add_wait_queue(&q->wq, &wait);
+	while (1) {
+		/* pairs with the barrier in kick_%(name)s() */
+		set_current_state(TASK_INTERRUPTIBLE);
+		mutex_lock(&lock);
+		if (work) {
+			mutex_unlock(&lock);
+			break;
+		}
+		mutex_unlock(&lock);
+%(sleep)s
+	}
+	__set_current_state(TASK_RUNNING);
+	remove_wait_queue(&q->wq, &wait);
+	return 0;
+}
+
+void start_%(name)s(struct q *q)
+{
+	q->task = kthread_run(%(name)s, q, "q");
+}
+
+/*
+ * Kick the thread.
+ * Note: wake_up_process() performs any necessary memory-barriers for us.
+ */
+void kick_%(name)s(struct q *q)
+{
+	wake_up_process(q->task);
+}
+"""
+
+
+class OnQueue(TreeRun):
+	"""A loop already on a wait queue keeps it: fix_set_current_state.cocci's
+	"body" pass rewrites the entry, the sleeps, the setters and the
+	restore after the loop; the waker rule converts wake_up_process()."""
+
+	def src(self, name, decl="DECLARE_WAITQUEUE(wait, current);", sleep="\t\tschedule();"):
+		return ON_QUEUE % {"name": name, "decl": decl, "sleep": sleep}
+
+	def test_shapes(self):
+		src = HEAD + ON_QUEUE_HEAD + self.src("plain_q")
+		src += self.src("init_q", decl="wait_queue_entry_t wait;\n\n\tinit_waitqueue_entry(&wait, current);")
+		# a sleep that is no statement of its own: SmPL rewrites the call
+		# where it stands
+		src += self.src("cond_q", sleep="\t\tif (!work)\n\t\t\tschedule();")
+		src += self.src("timed_q", sleep="\t\tif (!schedule_timeout(HZ))\n\t\t\twork = -1;")
+		fix, diff = self.run_tree({"q.c": src})
+		for func in ("plain_q", "init_q", "cond_q", "timed_q"):
+			self.assertEqual(fix[func]["status"], "patch", (func, fix[func]["reason"]))
+			self.assertIn("set_current_state() loop on &q->wq becomes a wait_woken() loop", fix[func]["reason"])
+		self.assertEqual(diff.count("-\tDECLARE_WAITQUEUE(wait, current);\n+\tDEFINE_WAIT_FUNC(wait, "
+					    "woken_wake_function);\n"), 3, diff)
+		self.assertIn("-\twait_queue_entry_t wait;\n-\n-\tinit_waitqueue_entry(&wait, current);\n"
+			      "+\tDEFINE_WAIT_FUNC(wait, woken_wake_function);\n \n \tadd_wait_queue(", diff)
+		self.assertEqual(diff.count("+\t\twait_woken(&wait, TASK_INTERRUPTIBLE, MAX_SCHEDULE_TIMEOUT);"), 2, diff)
+		# 86 columns on one line: spatch breaks it at an argument
+		self.assertIn("+\t\t\twait_woken(&wait, TASK_INTERRUPTIBLE,\n+\t\t\t\t   MAX_SCHEDULE_TIMEOUT);", diff)
+		self.assertIn("+\t\tif (!wait_woken(&wait, TASK_INTERRUPTIBLE, HZ))", diff)
+		self.assertEqual(diff.count("-\t\tset_current_state(TASK_INTERRUPTIBLE);"), 4, diff)
+		self.assertEqual(diff.count("-\t__set_current_state(TASK_RUNNING);"), 4, diff)
+		self.assertEqual(diff.count("+\twake_up_interruptible(&q->wq);"), 4, diff)
+		# the doc comment of the waker names the new call (hidp 5da8e47d849d)
+		self.assertEqual(diff.count("- * Note: wake_up_process() performs any necessary memory-barriers for us.\n"
+					    "+ * Note: wake_up_interruptible() performs any necessary memory-barriers "
+					    "for us.\n"), 4, diff)
+		# the comment above the setter stays
+		self.assertNotIn("-\t\t/* pairs with", diff)
+		self.assertNotIn("wake_up_process", diff.replace("-\twake_up_process(q->task);", "").replace(
+			"- * Note: wake_up_process()", ""))
+
+	def test_half_conversion_refused(self):
+		"""The "body" pass must do every edit, or the unit is refused."""
+		old = "\tDECLARE_WAITQUEUE(wait, current);\n\tfor (;;) {\n\t\tschedule();\n\t}\n" \
+		      "\t__set_current_state(TASK_RUNNING);\n"
+		spec = {"entry": "wait", "entry_decl": "declare", "sched": ["3:2"], "restored": True}
+		good = "\tDEFINE_WAIT_FUNC(wait, woken_wake_function);\n\tfor (;;) {\n" \
+		       "\t\twait_woken(&wait, TASK_INTERRUPTIBLE, MAX_SCHEDULE_TIMEOUT);\n\t}\n"
+		fixer.check_on_queue(old, good, spec)
+		for bad, what in ((good + "\t__set_current_state(TASK_RUNNING);\n", "the restore"),
+				  (good.replace("DEFINE_WAIT_FUNC(wait, woken_wake_function)",
+						"DECLARE_WAITQUEUE(wait, current)"), "the entry wait"),
+				  (good.replace("wait_woken(&wait, TASK_INTERRUPTIBLE, MAX_SCHEDULE_TIMEOUT)",
+						"schedule()"), "a schedule()")):
+			with self.assertRaises(fixer.Refuse) as cm:
+				fixer.check_on_queue(old, bad, spec)
+			self.assertIn(what, cm.exception.reason)
+
+
+class SetterComments(unittest.TestCase):
+	"""The comment above a removed setter stays, less what speaks of the
+	setter (hidp 5da8e47d849d dropped its "Note: set_current_state()
+	performs any necessary memory-barriers for us.")."""
+
+	def kept(self, text):
+		p = text.index("set_current_state(TASK_INTERRUPTIBLE)")
+		lines = text.split("\n")
+		keep = fixer.Fixer.setter_comments(None, text, [("set_current_state", p, 0, 0, "TASK_INTERRUPTIBLE")])
+		return [lines[i].strip() for i in keep]
+
+	def test_paragraph_about_the_setter_goes(self):
+		text = "\t\t/*\n\t\t * Woken two ways.\n\t\t *\n\t\t * Note: set_current_state() performs any\n" \
+		       "\t\t * necessary memory-barriers for us.\n\t\t */\n\t\tset_current_state(TASK_INTERRUPTIBLE);\n"
+		self.assertEqual(self.kept(text), ["/*", "* Woken two ways.", "*/"])
+
+	def test_comment_all_about_the_setter_goes(self):
+		text = "\t/* set_current_state() orders the test below */\n\tset_current_state(TASK_INTERRUPTIBLE);\n"
+		self.assertEqual(self.kept(text), [])
+
+	def test_other_comments_stay(self):
+		text = "\t/* mb paired w/ kick() */\n\tset_current_state(TASK_INTERRUPTIBLE);\n"
+		self.assertEqual(self.kept(text), ["/* mb paired w/ kick() */"])
+		# the setter named outside the last paragraph: the comment is kept whole
+		text = "\t/*\n\t * set_current_state() first.\n\t *\n\t * Then set_current_state() again.\n\t */\n" \
+		       "\tset_current_state(TASK_INTERRUPTIBLE);\n"
+		self.assertEqual(len(self.kept(text)), 5)
 
 
 class OwnEdits(unittest.TestCase):

@@ -16,14 +16,19 @@ the refusals; semantic patches make the edits where spatch 1.1.1 can:
                                     for a statement-expression or assigning
                                     condition
   a loop whose state outlives it -> cocci/restore_after_loop.cocci
-
-The open-coded loops are still rewritten on the text:
-  prepare_to_wait() loops        -> add_wait_queue() before the loop,
+  prepare_to_wait() loops        -> cocci/fix_prepare_to_wait.cocci:
+                                    add_wait_queue() before the loop,
                                     wait_woken() for schedule(),
                                     remove_wait_queue() for finish_wait()
                                     (md/raid5 ee1aa06ba325)
-  set_current_state() loops on a -> wait_woken() on that queue (Bluetooth
-  wait queue                        cmtp f06d977309d0, bnep 25717382c1dd)
+  set_current_state() loops on a -> cocci/fix_set_current_state.cocci:
+  wait queue                        wait_woken() on that queue (Bluetooth
+                                    cmtp f06d977309d0, bnep 25717382c1dd)
+  set_current_state() loops of a -> cocci/fix_set_current_state.cocci:
+  thread on no queue                a queue of its own (hidp 5da8e47d849d);
+                                    the file-scope queue head, the wake
+                                    function and the forwarded entries are
+                                    text (plan_own_queue())
 
 Each rewrite then goes through the waker rule (scripts/nestsleep/fix/wakers.py): every
 direct waker of the task (wake_up_process() and friends) becomes a
@@ -486,7 +491,8 @@ def retab(line):
 
 
 DECL_RE = re.compile(r"^\s*(?:(?:static|const|volatile|unsigned|signed|struct|enum|union|register)\s+)*"
-		     r"[A-Za-z_]\w*(?:\s+[A-Za-z_]\w*)?[\s\*]+[A-Za-z_]\w*\s*(?:\[[^\]]*\])?\s*(?:=.*)?[;,]\s*$")
+		     r"[A-Za-z_]\w*(?:\s+[A-Za-z_]\w*)?[\s\*]+[A-Za-z_]\w*\s*(?:\[[^\]]*\])?\s*(?:=.*)?"
+		     r"(?:,\s*\**\s*[A-Za-z_]\w*\s*(?:\[[^\]]*\])?\s*)*[;,]\s*$")
 DECL_MACRO_RE = re.compile(r"^\s*(?:DEFINE_\w+|DECLARE_\w+|LIST_HEAD|__label__)\b")
 NOT_DECL = {"return", "goto", "break", "continue", "else", "case", "default", "do"}
 
@@ -796,11 +802,8 @@ class Fixer:
 		for rel in sorted(edits_by_file):
 			ft = self.text(rel)
 			new = apply_edits(ft.t, edits_by_file[rel])
-			a = ft.lines(ft.t)
-			b = ft.lines(new)
-			shown = self.shown(rel)
-			out += difflib.unified_diff(a, b, "a/" + shown, "b/" + shown, n=3)
-		return "".join(x if x.endswith("\n") else x + "\n\\ No newline at end of file\n" for x in out)
+			out.append(unified_diff("".join(ft.lines(ft.t)), "".join(ft.lines(new)), self.shown(rel)))
+		return "".join(out)
 
 	def shown(self, rel):
 		"""The path a diff names: relative to M= for an external module, so
@@ -1402,29 +1405,6 @@ class Fixer:
 			return kw.start(), o, match_close(m, o)
 		return None
 
-	def replace_schedules(self, ft, u, rel, s, e, entry, state, what):
-		"""schedule() -> wait_woken() in m[s:e].  Returns how many."""
-		t, m = ft.t, ft.m
-		n = 0
-		for name, pos, po, pc in self.calls_in(ft, s, e, list(self.kn.schedulers)):
-			if not self.kn.schedulers[name]:
-				raise Refuse("manual", "the loop sleeps in %s(), which has no wait_woken() form" % name)
-			ls, le, lv = self.statement(ft, pos, pc, name)
-			ind = indent_at(t, ls)
-			if name == "schedule":
-				args = ["&" + entry, state, "MAX_SCHEDULE_TIMEOUT"]
-			else:
-				targ = flat(t, m, po + 1, pc)
-				if targ is None:
-					raise Refuse("manual", "a comment inside schedule_timeout()")
-				args = ["&" + entry, state, targ]
-			head = "%s = wait_woken" % lv if lv else "wait_woken"
-			u.add(rel, Edit(ls, le, "\n".join(wrap_call(ind, head, args)) + "\n"))
-			n += 1
-		if not n:
-			raise Refuse("manual", "no schedule() between %s() and the end of the loop" % what)
-		return n
-
 	def loop_site(self, f):
 		"""(rel, text, source, mask, body open, body close) of the function
 		that holds an open-coded wait loop."""
@@ -1524,14 +1504,15 @@ class Fixer:
 
 	def schedules(self, ft, s, e, what):
 		"""["line:col"] of the schedule() calls in m[s:e], as spatch numbers
-		them, each a statement of its own; refuses a scheduler with no
-		wait_woken() form."""
+		them; refuses a scheduler with no wait_woken() form.  The rules
+		rewrite the call where it stands (an unbraced 'if (!done)
+		schedule();', a tested 'schedule_timeout(t) == 0'): wait_woken()
+		returns what schedule_timeout() does, the time left."""
 		t = ft.t
 		out = []
 		for name, pos, po, pc in self.calls_in(ft, s, e, list(self.kn.schedulers)):
 			if not self.kn.schedulers[name]:
 				raise Refuse("manual", "the loop sleeps in %s(), which has no wait_woken() form" % name)
-			self.statement(ft, pos, pc, name)
 			ls = line_start(t, pos)
 			out.append("%d:%d" % (t.count("\n", 0, ls) + 1, pos - ls))
 		if not out:
@@ -1619,10 +1600,11 @@ class Fixer:
 		entry = ent[1:]
 		if not re.match(r"^[A-Za-z_]\w*$", entry):
 			raise Refuse("manual", "the wait entry %s is not a local variable" % ent)
+		# The edit is cocci/fix_set_current_state.cocci's "body" pass
+		# (rewrite_own_queue()); this checks the shape it rewrites.
 		dq = re.compile(r"\bDECLARE_WAITQUEUE\s*\(\s*%s\s*,\s*current\s*\)\s*;" % re.escape(entry)).search(m, o, c)
-		newdecl = "DEFINE_WAIT_FUNC(%s, woken_wake_function);" % entry
 		if dq:
-			u.add(rel, Edit(dq.start(), dq.end(), newdecl))
+			entry_decl = "declare"
 		else:
 			dv = re.compile(r"\b(?:wait_queue_entry_t|struct\s+wait_queue_entry)\s+%s\s*;" % re.escape(entry)) \
 				.search(m, o, c)
@@ -1631,35 +1613,36 @@ class Fixer:
 			if not dv or len(iw) != 1:
 				raise Refuse("manual", "the wait entry %s is neither DECLARE_WAITQUEUE(%s, current) nor "
 					     "initialized with init_waitqueue_entry(&%s, current)" % (entry, entry, entry))
-			u.add(rel, Edit(dv.start(), dv.end(), newdecl))
-			ls, le, _ = self.statement(ft, iw[0][1], iw[0][3], "init_waitqueue_entry")
-			self.delete_stmt(ft, u, rel, ls, le)
+			self.statement(ft, iw[0][1], iw[0][3], "init_waitqueue_entry")
+			entry_decl = "init"
 		# the loop: set_current_state() at its top (or right before it, and
 		# again after schedule())
 		first = setters[0]
-		ls0, le0, _ = self.statement(ft, first[1], first[3], first[0])
+		ls0, _, _ = self.statement(ft, first[1], first[3], first[0])
 		loop = self.loop_of(ft, first[1])
 		lstart, bo, bc = self.setter_loop(ft, first)
+		if re.match(r"do\b", m[lstart:lstart + 3]):
+			raise Refuse("manual", "the loop is a do ... while loop, which spatch 1.1.1 does not match "
+				     "(\"not supported\"): convert it by hand")
 		if adds[0][1] > ls0:
 			raise Refuse("manual", "add_wait_queue() comes after the wait starts")
-		self.delete_stmt(ft, u, rel, ls0, le0)
 		for name, p, po, pc, st in setters[1:]:
 			if not (bo < p < bc):
 				raise Refuse("manual", "%s(%s) outside the wait loop" % (name, st))
 			before = m[open_block(m, p) + 1:p]
 			if not re.search(r"\bschedule(?:_timeout)?\s*\([^;]*\)\s*;\s*$", before):
 				raise Refuse("manual", "%s() in the middle of the loop, not right after schedule()" % name)
-			ls, le, _ = self.statement(ft, p, pc, name)
-			self.delete_stmt(ft, u, rel, ls, le)
-		# TASK_RUNNING right after the loop is no longer needed
-		after = next_nonspace(m, bc + 1)
-		rm = re.match(r"(?:__)?set_current_state\s*\(\s*TASK_RUNNING\s*\)\s*;", m[after:])
-		if rm:
-			self.delete_stmt(ft, u, rel, line_start(t, after), line_end(t, after) + 1)
+			self.statement(ft, p, pc, name)
 		rems = self.calls_in(ft, o, c, ["remove_wait_queue"])
 		if not any(flat(t, m, x[2] + 1, x[3]) == "%s, %s" % (q, ent) for x in rems if x[1] > bc):
 			raise Refuse("manual", "no remove_wait_queue() after the loop")
-		self.replace_schedules(ft, u, rel, bo, bc, entry, state, first[0])
+		after = next_nonspace(m, bc + 1)
+		u.own = {"func": f["function"], "entry": entry, "queue": q, "state": state,
+			 "sched": self.schedules(ft, bo, bc, first[0]), "onqueue": True, "entry_decl": entry_decl,
+			 # the restore right after the loop goes; the others stay
+			 "restored": bool(re.match(r"(?:__)?set_current_state\s*\(\s*TASK_RUNNING\s*\)\s*;",
+						   m[after:])),
+			 "comments": self.setter_comments(t, setters)}
 		lstart = loop[0] if loop else ls0
 		u.reasons.append("the %s() loop on %s becomes a wait_woken() loop" % (first[0], q))
 		self.wakers(u, rel, f["function"], q, state, bool(re.search(r"\bkthread_should_stop\s*\(",
@@ -1736,16 +1719,6 @@ class Fixer:
 				raise Refuse("manual", "own queue: %s() in %s queues the thread on another wait queue "
 					     "(entry %s), and the thread's queue would be static to %s; forward it by "
 					     "hand" % (fn, r, ent, rel))
-		# the comments right above the setters, which spatch drops with them
-		comments = set()
-		for name, p, po, pc, st in setters:
-			k = t.count("\n", 0, p) - 1
-			lines = t.split("\n")
-			if k >= 0 and lines[k].strip().endswith("*/"):
-				while k >= 0 and "/*" not in lines[k]:
-					comments.add(k)
-					k -= 1
-				comments.add(k)
 		u.own = {"func": func, "entry": entry, "queue": q, "state": state, "sched": sched,
 			 "loop": t.count("\n", 0, lstart) + 1, "loop_at": lstart, "qname": qname,
 			 "decl": self.last_top_decl(ft, o, c),
@@ -1753,7 +1726,7 @@ class Fixer:
 			 # the function sets a state
 			 "restores": not re.search(r"\b(?:%s|set_special_state)\s*\(" % "|".join(
 				 sorted(self.kn.words.prepare)), m[o:c]),
-			 "comments": sorted(comments)}
+			 "comments": self.setter_comments(t, setters)}
 		u.reasons.append("the thread waits on no wait queue: it gets one of its own (%s, as the Bluetooth "
 				 "hidp fix did), and the %s() loop becomes a wait_woken() loop on it"
 				 % (qname, first[0]))
@@ -1823,6 +1796,36 @@ class Fixer:
 		own[(rel, thread)] = func
 		u.confidence = lower(u.confidence)
 
+	def setter_comments(self, t, setters):
+		"""The lines (0-based) of the comments right above the setters,
+		which spatch drops with them and own_edits() puts back.  Its last
+		paragraph goes with the setter when that paragraph, and only it,
+		speaks of the setter, as hidp's fix (5da8e47d849d) dropped "Note:
+		set_current_state() performs any necessary memory-barriers for
+		us."; a comment that is all about the setter goes whole."""
+		comments = set()
+		lines = t.split("\n")
+		for name, p, po, pc, st in setters:
+			k = t.count("\n", 0, p) - 1
+			if k < 0 or not lines[k].strip().endswith("*/"):
+				continue
+			end = k
+			while k > 0 and "/*" not in lines[k]:
+				k -= 1
+			block = list(range(k, end + 1))
+			said = re.compile(r"\b(?:__)?%s\s*\(" % re.escape(name.lstrip("_")))
+			seps = [i for i in block if lines[i].strip() == "*"]
+			closing = [end] if lines[end].strip() == "*/" else []
+			if seps:
+				tail = [i for i in block if i >= seps[-1] and i not in closing]
+				if any(said.search(lines[i]) for i in tail) and \
+						not any(said.search(lines[i]) for i in block if i not in tail):
+					block = [i for i in block if i not in tail]
+			elif any(said.search(lines[i]) for i in block):
+				block = []
+			comments.update(block)
+		return sorted(comments)
+
 	def last_top_decl(self, ft, o, c):
 		"""The line of the last of the declarations that open the body
 		m[o:c] (a statement at a time, at the body's own level), or 0."""
@@ -1871,6 +1874,11 @@ class Fixer:
 		mid = self.spatch_text(ft.t, name, SCS_RULE, {"NESTSLEEP_SITES": json.dumps(dict(spec, **{"pass": "body"}))})
 		if mid is None or mid == ft.t:
 			raise Refuse("manual", "%s could not rewrite the loop body" % os.path.basename(SCS_RULE))
+		if u.own.get("onqueue"):
+			check_on_queue(ft.t, mid, u.own)
+			for e in own_edits(ft.t, mid, u.own["comments"]):
+				u.add(rel, e)
+			return
 		# the loop's line in the body pass's output: lines removed above it
 		shift = sum(ft.t.count("\n", e.s, e.e) - e.text.count("\n")
 			    for e in text_edits(ft.t, mid) if e.e <= u.own["loop_at"])
@@ -1889,6 +1897,51 @@ class Fixer:
 			raise Refuse("manual", "%s could not declare the wait entry" % os.path.basename(SCS_RULE))
 		for e in own_edits(ft.t, new, u.own["comments"]):
 			u.add(rel, e)
+
+
+def check_on_queue(old, new, spec):
+	"""The "body" pass on a loop already on a queue did all of its
+	edits, or the unit is refused: a half-converted wait (an entry
+	woken by default_wake_function() under wait_woken(), a schedule()
+	left) must never ship."""
+	entry = spec["entry"]
+	restores = r"\b(?:__)?set_current_state\s*\(\s*TASK_RUNNING\s*\)"
+	missing = []
+	if "DEFINE_WAIT_FUNC(%s, woken_wake_function);" % entry not in new:
+		missing.append("the entry %s" % entry)
+	if spec["entry_decl"] == "init" and re.search(r"\binit_waitqueue_entry\s*\(\s*&\s*%s\b"
+							 % re.escape(entry), new):
+		missing.append("init_waitqueue_entry()")
+	if len(re.findall(r"\bwait_woken\s*\(\s*&%s\b" % re.escape(entry), new)) - \
+			len(re.findall(r"\bwait_woken\s*\(\s*&%s\b" % re.escape(entry), old)) != len(spec["sched"]):
+		missing.append("a schedule()")
+	if len(re.findall(restores, old)) - len(re.findall(restores, new)) != int(spec["restored"]):
+		missing.append("the restore of TASK_RUNNING after the loop")
+	if missing:
+		raise Refuse("manual", "%s did not rewrite %s in this statement context"
+			     % (os.path.basename(SCS_RULE), ", ".join(missing)))
+
+
+def unified_diff(old, new, shown):
+	"""GNU diff -u -p of two texts, as 'a/shown' and 'b/shown'.  Its
+	minimal diff keeps an unchanged line (a closing brace, a blank line)
+	as context where difflib.unified_diff() shows it removed and added
+	again, and -p names the function in each hunk header, as git does."""
+	tmp = tempfile.mkdtemp(prefix="nestsleep-diff-")
+	try:
+		paths = []
+		for name, text in (("a", old), ("b", new)):
+			paths.append(os.path.join(tmp, name))
+			with open(paths[-1], "w", errors="surrogateescape", newline="") as fp:
+				fp.write(text)
+		proc = subprocess.run(["diff", "-u", "-p", "--label", "a/" + shown, "--label", "b/" + shown] + paths,
+				      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+		if proc.returncode > 1:
+			raise RuntimeError("diff failed: %s" % proc.stderr.decode(errors="replace").strip())
+		return proc.stdout.decode(errors="surrogateescape")
+	finally:
+		shutil.rmtree(tmp, ignore_errors=True)
+
 
 def own_edits(old, new, comments):
 	"""text_edits(old, new) for fix_set_current_state.cocci's output, with

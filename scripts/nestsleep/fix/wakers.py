@@ -932,7 +932,39 @@ class WakerRule:
 		q = self.queue_for(site, w)
 		call = "%s(%s)" % ("wake_up_interruptible" if interruptible else "wake_up", q)
 		u.add(w.rel, Edit(w.s, w.e, call, key=("waker", w.s, call)))
+		self.doc_comment(u, w, call[:call.index("(")])
 		converted.append((w, call))
+
+	def doc_comment(self, u, w, new):
+		"""The comment above the waker's function that names the call it
+		makes names the new one (hidp 5da8e47d849d: "Note:
+		wake_up_process() performs any necessary memory-barriers for us."
+		became wake_up_interruptible()).  Only when the function makes
+		that call once and the comment names it once; a text edit, as
+		comments are not code a rule matches."""
+		span = self.func_span(w.rel, w.func)
+		if not span:
+			return
+		ft = self.fx.text(w.rel)
+		t, m = ft.t, ft.m
+		if len(re.findall(r"\b%s\s*\(" % re.escape(w.name), m[span[1]:span[2]])) != 1:
+			return
+		ls = t.rfind("\n", 0, span[0]) + 1
+		while ls > 0:
+			# a return type on a line of its own ('static void\nname(...)')
+			prev = t[t.rfind("\n", 0, ls - 1) + 1:ls - 1].strip()
+			if not prev or prev.endswith(("*/", ";", "}", "{")) or prev.startswith("#"):
+				break
+			ls = t.rfind("\n", 0, ls - 1) + 1
+		before = t[:ls].rstrip()
+		if not before.endswith("*/"):
+			return
+		cs = before.rfind("/*")
+		names = [mm for mm in re.finditer(r"\b%s\(\)" % re.escape(w.name), before[cs:])]
+		if cs < 0 or len(names) != 1:
+			return
+		at = cs + names[0].start()
+		u.add(w.rel, Edit(at, at + len(w.name), new, key=("waker-doc", at)))
 
 	def drop_dead_copies(self, u, wakers):
 		"""A local copy that only fed a converted waker is no longer read:
