@@ -26,6 +26,9 @@ DEBUG_FILE  ?=
 TIMEOUT     ?= 200
 OUT         ?=
 SIGNOFF     ?=
+CONFIDENCE  ?= high
+LABELS      ?=
+BUILD       ?= 1
 BASELINE    ?=
 PATCHES     ?=
 ONLY        ?=
@@ -47,7 +50,11 @@ help:
 	@echo '  coccicheck  - find nested sleeps (MODE=report|context|org, KDIR=, M=, COCCI=, J=, V=1, SPFLAGS=, DEBUG_FILE=)'
 	@echo '  check       - run the test suite (fixtures, unit tests, real-tree checks)'
 	@echo '  bench       - time whole-tree runs (cold, warm, incremental, M=drivers/md) against the kernel'"'"'s call_kern.cocci'
-	@echo '  fixes       - write patch series per MAINTAINERS section to OUT= (KDIR=, M=, SIGNOFF=)'
+	@echo '  fixes       - write patch series per MAINTAINERS section to OUT= (KDIR=, M=, SIGNOFF=, CONFIDENCE=, BUILD=)'
+	@echo '                with hand labels for the tree only findings labelled true get a patch; without,'
+	@echo '                only fixes of CONFIDENCE= (high, the default; medium or low select more).'
+	@echo '                No Signed-off-by unless SIGNOFF=1 (your git identity) or SIGNOFF="Name <mail>".'
+	@echo '                BUILD=1 (default) builds the touched objects after each patch, in series order.'
 	@echo '  triage      - write maintainer reports to OUT= (default reports/<tree-id>; BASELINE=, M=)'
 	@echo '  boottest    - build and boot every patch of PATCHES=<dir from make fixes> in QEMU'
 	@echo '  runtime-proof - boot the test module, before and after forms (ROUNDS=)'
@@ -77,6 +84,7 @@ check:
 
 fixes: first-use
 	@$(NS) fixes --kdir="$(KDIR)" --m="$(M)" --out="$(OUT)" --signoff="$(SIGNOFF)" \
+		--confidence="$(CONFIDENCE)" --labels="$(LABELS)" $(if $(filter 1,$(BUILD)),--build,) \
 		--jobs="$(J)" --verbose="$(V)"
 
 triage: first-use

@@ -19,8 +19,9 @@ dependencies; it is never booted.
 Build: by default all patches whose symbols can be enabled share one
 configuration, the union (--no-share: one per group of patches with the
 same symbols).  Each configuration gets one build directory and one
-unpatched baseline boot.  Each patch is then applied alone, built
-incrementally, booted, and reverted.  It passes when it compiles, the
+unpatched baseline boot.  Each patch is then applied on top of the
+earlier patches of its series (a series is made in order), built
+incrementally, booted, and reverted with them.  It passes when it compiles, the
 kernel boots to init and shuts down cleanly, and no splat appears that the
 baseline did not have.
 
@@ -357,15 +358,23 @@ def record(results: Dict[str, dict], p: dict, rec: dict) -> None:
 	log('%s: %s' % (p['unit'], rec['status']))
 
 
-def boot_patched(ns, scratch: str, path: str, syms: List[str], script: str) -> Optional[dict]:
-	"""Boot the tree with the patch at path applied, then revert it; None when it cannot be reverted."""
-	try:
-		doc = nsboot_run(ns, scratch, syms, os.path.join(cache_root(), 'boottest-patch.json'), script)
-	finally:
+def revert(scratch: str, paths: List[str]) -> bool:
+	"""Revert the applied patches, the last first; False when one cannot be."""
+	for path in reversed(paths):
 		rv = subprocess.run(['patch', '-p1', '-R', '-s', '--no-backup-if-mismatch', '-i', path],
 				    cwd=scratch, capture_output=True, text=True)
 		if rv.returncode != 0:
 			print('nsboot: boottest: cannot revert %s; stopping' % path, file=sys.stderr)
+			return False
+	return True
+
+
+def boot_patched(ns, scratch: str, paths: List[str], syms: List[str], script: str) -> Optional[dict]:
+	"""Boot the tree with the patches applied, then revert them; None when they cannot be reverted."""
+	try:
+		doc = nsboot_run(ns, scratch, syms, os.path.join(cache_root(), 'boottest-patch.json'), script)
+	finally:
+		if not revert(scratch, paths):
 			return None
 	return doc
 
@@ -409,16 +418,21 @@ def judge_patched(rec: dict, p: dict, base: dict, doc: dict, exs: List[dict], kn
 		   build_s=stages.get('build', {}).get('elapsed_s'), reason=doc.get('reason', ''))
 
 
-def try_patch(rec: dict, ns, scratch: str, path: str, syms: List[str], script: str,
+def try_patch(rec: dict, ns, scratch: str, paths: List[str], syms: List[str], script: str,
 	      p: dict, base: dict, exs: List[dict], known_fns: set) -> bool:
-	"""Apply, boot, revert and judge one patch into rec; False when it cannot be reverted."""
-	ap = subprocess.run(['patch', '-p1', '-s', '--no-backup-if-mismatch', '-i', path], cwd=scratch,
-			    capture_output=True, text=True)
-	if ap.returncode != 0:
-		rec.update(status='does not apply', build='not run', boot='not run',
-			   reason=(ap.stdout + ap.stderr)[-400:])
-		return True
-	doc = boot_patched(ns, scratch, path, syms, script)
+	"""Apply the earlier patches of p's series and p (the last of paths),
+	boot, revert and judge into rec; False when they cannot be reverted."""
+	done = []
+	for path in paths:
+		ap = subprocess.run(['patch', '-p1', '-s', '--no-backup-if-mismatch', '-i', path], cwd=scratch,
+				    capture_output=True, text=True)
+		if ap.returncode != 0:
+			rec.update(status='does not apply', build='not run', boot='not run',
+				   reason='%s: %s' % (os.path.basename(path), (ap.stdout + ap.stderr)[-400:]))
+			return revert(scratch, done)
+		done.append(path)
+	rec['applied_after'] = [os.path.basename(x) for x in paths[:-1]]
+	doc = boot_patched(ns, scratch, paths, syms, script)
 	if doc is None:
 		return False
 	judge_patched(rec, p, base, doc, exs, known_fns)
@@ -464,6 +478,8 @@ def main(ns) -> int:
 	# functions with a finding of their own in this series: a splat in them
 	# that the baseline happened not to show is a known bug, not the patch's
 	known_fns = set(p['unit'].rsplit(':', 1)[1] for s in man['series'] for p in s['patches'])
+	earlier = {p['patch']: [q['patch'] for q in s['patches'][:i]]
+		   for s in man['series'] for i, p in enumerate(s['patches'])}
 	configs = plan_configs(ns, scratch, patches, all_ex, results)
 
 	for label, syms, ps in configs:
@@ -474,8 +490,10 @@ def main(ns) -> int:
 				baseline_failed(rec, base)
 				record(results, p, rec)
 				continue
-			if not try_patch(rec, ns, scratch, os.path.join(out, p['patch']), syms, script,
-					 p, base, exs, known_fns):
+			# a series is made in order: each patch goes on top of the
+			# earlier ones of its series
+			paths = [os.path.join(out, q) for q in earlier.get(p['patch'], [])] + [os.path.join(out, p['patch'])]
+			if not try_patch(rec, ns, scratch, paths, syms, script, p, base, exs, known_fns):
 				return 1
 			record(results, p, rec)
 			save(bp, kdir, results)

@@ -66,7 +66,7 @@ def _fixes(a):
 
 def _retest(a):
 	from nestsleep.series import series
-	return run_user(series.retest, a.dir, "fixes")
+	return run_user(lambda d: series.retest(d, a.build_kdir or None), a.dir, "fixes")
 
 
 def _triage(a):
@@ -115,13 +115,22 @@ def parser():
 
 	p = sub.add_parser("fixes", parents=[knobs(mode=False)], help="patch series per MAINTAINERS section")
 	p.add_argument("--out", default="", help="the directory to write the series to (OUT=)")
-	p.add_argument("--signoff", default="", help="'Name <email>' for the Signed-off-by (SIGNOFF=)")
+	p.add_argument("--signoff", default="", help="sign the patches: 1 (your git identity) or 'Name <email>' "
+		       "(SIGNOFF=); none by default")
+	p.add_argument("--confidence", default="high", help="without hand labels: the lowest fix confidence to "
+		       "put in a series, high, medium or low (CONFIDENCE=)")
+	p.add_argument("--labels", default="", help="hand labels (default reports/labels/<tree-id>.json when it "
+		       "exists): only findings labelled true get a patch")
+	p.add_argument("--build", action="store_true", help="build the touched objects after each patch, in "
+		       "series order (BUILD=1)")
 	p.add_argument("--json", default="", help="findings from 'coccicheck --mode patch --json' (else run it)")
 	p.add_argument("--compiled", default="", help="results of scripts/dev/compile_patches.py")
 	p.set_defaults(run=_fixes)
 
 	p = sub.add_parser("retest", help="rewrite the testing paragraphs of a series from its boottest.json")
 	p.add_argument("dir")
+	p.add_argument("--build", dest="build_kdir", default="", metavar="KDIR",
+		       help="first build the series in order on KDIR (what make fixes BUILD=1 does)")
 	p.set_defaults(run=_retest)
 
 	p = sub.add_parser("triage", parents=[knobs(mode=False)], help="maintainer reports and SARIF")

@@ -1,22 +1,36 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """make fixes: patch series for the nested sleeps nestsleep can fix.
 
-  nestsleep fixes --kdir K [--m M] --out DIR [--signoff "Name <mail>"]
-	   [--json F] [--compiled reports/compile/X.json]
-  nestsleep retest DIR         rewrite the "how tested" paragraphs from
-                               DIR/boottest.json (written by make boottest)
+  nestsleep fixes --kdir K [--m M] --out DIR [--signoff 1|"Name <mail>"]
+	   [--confidence high|medium|low] [--labels F] [--json F]
+	   [--compiled reports/compile/X.json] [--build]
+  nestsleep retest DIR         rewrite the testing records, paragraphs and
+                               cover letters from DIR/boottest.json
 
-One patch per fixed function (with its wakers, which may be in other
-files), in git format-patch form, grouped into one series per MAINTAINERS
-section: the most specific section that covers the patched file, found with
-the tree's own scripts/get_maintainer.pl.  Each series has a cover letter.
-DIR/series.json is the manifest that make boottest and make triage read.
+Which findings get a patch: with hand labels for the tree
+(reports/labels/<tree-id>.json, or --labels), only those labelled true;
+without, only those whose fix has --confidence (default high) or better.
+The rest go to DIR/report-only.txt with the reason.
 
-The changelogs answer Documentation/process/researcher-guidelines.rst: the
-problem and the sleeping chain, the warning it causes, why the rewrite is
-correct, how it was found, and how it was tested -- only what was done.
-They hold no line numbers.  A Signed-off-by is written only from SIGNOFF=
-or git config user.name/user.email; it is never made up.
+One patch per fixed function, all its sites (with its wakers, which may be
+in other files); the functions of one file whose chains end in the same
+sleeping call go in one patch.  Patches are grouped into one series per
+MAINTAINERS section, the most specific section that covers the patched file
+(the tree's scripts/get_maintainer.pl); To:/Cc: are every maintainer and
+list get_maintainer.pl names for the touched files.
+
+The series are made with git, in order: a scratch repository of the touched
+files (KDIR is only read; a git KDIR is cloned --shared), one commit per
+patch on top of the earlier ones, then git format-patch --cover-letter
+--thread per series, and git am of each series on a fresh copy to prove it
+applies.  DIR/series.json is the manifest that make boottest, retest and
+make triage read; it holds one test record per finding, from which the
+testing paragraphs and the cover letters are written.
+
+The changelogs say only what happened (see effect.py).  No Signed-off-by
+unless asked: --signoff 1 signs with the user's git identity, --signoff
+"Name <mail>" with that one; without, From: is a marked placeholder and
+the cover letter and stderr say the series must be signed before it is sent.
 """
 
 import collections
@@ -28,16 +42,22 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 from nestsleep.analysis import pipeline
-from nestsleep import ktree
+from nestsleep import TOP, ktree
+from nestsleep.series import effect
+from nestsleep.triage import treeid
 from nestsleep.common import UserError
 from nestsleep.knowledge import Knowledge
 
 RULE = "cocci/nested_sleep.cocci"
 LWN = "https://lwn.net/Articles/628628/"
 WOKEN_FORM = 'the wait_woken() form that "sched/wait: Provide infrastructure to deal with nested blocking" added'
-NOT_TESTED = "Not build-tested or boot-tested yet."
+NOT_TESTED = "Not compiled or boot-tested."
+CONFIDENCES = ("high", "medium", "low")
+# From: and the commits' identity when nobody has signed the series
+PLACEHOLDER = "REPLACE WITH YOUR NAME <replace-with-your-address@example.invalid>"
 
 
 def log(msg):
@@ -61,6 +81,7 @@ PREFIXES = [
 	("drivers/md/bcache/", "bcache:"),
 	("drivers/md/", "md:"),
 	("fs/ceph/", "ceph:"),
+	("fs/bcachefs/", "bcachefs:"),
 	("drivers/iio/", "iio:"),
 	("drivers/vfio/", "vfio:"),
 	("drivers/virtio/virtio_balloon.c", "virtio-balloon:"),
@@ -68,19 +89,33 @@ PREFIXES = [
 	("drivers/gpu/drm/scheduler/", "drm/scheduler:"),
 	("drivers/acpi/", "ACPI:"),
 	("drivers/block/drbd/", "drbd:"),
+	("drivers/cdx/", "cdx:"),
+	("drivers/char/tpm/tpm_tis", "tpm: tpm_tis:"),
 	("drivers/char/tpm/", "tpm:"),
+	("drivers/char/hpet.c", "char: hpet:"),
 	("drivers/nvme/host/", "nvme:"),
+	("drivers/rpmsg/virtio_rpmsg_bus.c", "rpmsg: virtio:"),
 	("drivers/rpmsg/", "rpmsg:"),
+	("drivers/mtd/spi-nor/", "mtd: spi-nor:"),
+	("drivers/mtd/", "mtd:"),
 	("drivers/net/xen-netfront.c", "xen-netfront:"),
 	("drivers/net/ethernet/netronome/nfp/", "nfp:"),
 	("drivers/net/wireless/mediatek/mt76/", "wifi: mt76:"),
 	("net/wireless/", "wifi: cfg80211:"),
 	("net/mac80211/", "wifi: mac80211:"),
 	("net/ieee802154/", "ieee802154:"),
+	("drivers/mailbox/mailbox-test.c", "mailbox: mailbox-test:"),
 	("drivers/mailbox/", "mailbox:"),
 	("drivers/misc/ocxl/", "ocxl:"),
+	("drivers/misc/ibmvmc.c", "misc: ibmvmc:"),
+	("drivers/macintosh/via-pmu.c", "macintosh: via-pmu:"),
 	("drivers/macintosh/", "macintosh:"),
-	("drivers/char/hpet.c", "char: hpet:"),
+	("drivers/media/pci/saa7164/", "media: saa7164:"),
+	("drivers/media/radio/radio-cadet.c", "media: radio-cadet:"),
+	("drivers/media/usb/pvrusb2/", "media: pvrusb2:"),
+	("drivers/staging/pi433/", "staging: pi433:"),
+	("drivers/tty/tty_port.c", "tty: tty_port:"),
+	("drivers/video/fbdev/ps3fb.c", "fbdev: ps3fb:"),
 	("io_uring/", "io_uring:"),
 	("kernel/bpf/", "bpf:"),
 	("kernel/trace/", "tracing:"),
@@ -88,13 +123,21 @@ PREFIXES = [
 ]
 
 
+def table_prefix(rel):
+	"""The subject prefix for a file from the table, or None."""
+	for p, pre in PREFIXES:
+		if rel.startswith(p):
+			return pre
+	return None
+
+
 def path_prefix(rel):
 	"""The subject prefix for a file from the table, or a guess from its
 	directory in the common kernel form ("media: saa7164:", "staging:
 	pi433:", "net: tap:")."""
-	for p, pre in PREFIXES:
-		if rel.startswith(p):
-			return pre
+	pre = table_prefix(rel)
+	if pre:
+		return pre
 	parts = rel.split("/")
 	stem = os.path.splitext(parts[-1])[0]
 	if len(parts) >= 3 and parts[0] == "drivers" and parts[1] in ("media", "staging", "usb", "net", "scsi",
@@ -103,8 +146,6 @@ def path_prefix(rel):
 		if parts[1] == "video" and len(parts) > 3:
 			return "fbdev: %s:" % stem
 		leaf = parts[-2] if len(parts) > 3 else stem
-		if parts[1] in ("media",) and len(parts) > 3:
-			leaf = parts[-2]
 		return "%s: %s:" % (top, leaf)
 	if parts[0] in ("drivers", "fs") and len(parts) >= 3:
 		return "%s:" % parts[-2] if len(parts) > 3 else "%s:" % parts[1]
@@ -255,6 +296,184 @@ def _obj_symbol(text, target, seen):
 	return None
 
 
+
+def recipients(kdir, files):
+	"""(To, Cc) for the touched files: every maintainer and supporter that
+	get_maintainer.pl names goes to To, every reviewer and list to Cc."""
+	gm = os.path.join(kdir, "scripts", "get_maintainer.pl")
+	if not (os.path.isfile(gm) and os.path.isfile(os.path.join(kdir, "MAINTAINERS"))):
+		return [], []
+	r = subprocess.run(["perl", gm, "--no-git", "--no-git-fallback"] +
+			   [x for rel in files for x in ("-f", rel)], cwd=kdir, capture_output=True, text=True,
+			   timeout=300)
+	to, cc = [], []
+	for ln in r.stdout.splitlines():
+		m = re.match(r"^(.*?>|\S+@\S+)\s+\(([^:()]+)(?::.*)?\)\s*$", ln.strip())
+		if not m:
+			continue
+		who, role = m.group(1).strip(), m.group(2).strip()
+		dest = to if role in ("maintainer", "supporter", "odd fixer", "chief penguin") else cc
+		if who not in to and who not in cc:
+			dest.append(who)
+	return to, cc
+
+
+def subject_prefix(netdev, git, entries):
+	"""[PATCH net] for a netdev-maintained series only when KDIR is git and
+	every patch has a Fixes: tag (maintainer-netdev.rst); else [PATCH]."""
+	return "PATCH net" if netdev and git and entries and all(e["fixes_tag"] for e in entries) else "PATCH"
+
+
+def is_netdev(rcpt):
+	"""Whether netdev@vger.kernel.org is among the recipients."""
+	return any(re.search(r"\bnetdev@vger\.kernel\.org\b", x) for x in rcpt[0] + rcpt[1])
+
+
+# ---------------------------------------------------------------------------
+# How a wait is reached
+
+ENTRY_STRUCTS = ("file_operations", "proc_ops", "v4l2_file_operations", "block_device_operations",
+		 "tty_operations", "net_device_ops")
+
+
+def reached(kdir, rel, func, depth=3):
+	"""How func is reached, from its callers in its own file: ('fops',
+	'the .read member of acpi_aml_operations (struct file_operations)'),
+	('ioctl', ...), ('kthread', ...) or None when that is not shown."""
+	try:
+		with open(os.path.join(kdir, rel), errors="replace") as f:
+			text = f.read()
+	except OSError:
+		return None
+	seen, todo = set(), [(func, [])]
+	while todo:
+		fn, via = todo.pop(0)
+		if fn in seen or len(via) > depth:
+			continue
+		seen.add(fn)
+		fnre = re.escape(fn)
+		hit = re.search(r"\bkthread_(?:run|create|run_on_cpu|create_on_node|create_worker)\s*\(\s*&?%s\b" % fnre,
+				text)
+		if hit:
+			return ("kthread", "%s() runs as a kthread function (started with %s())%s" % (
+				fn, hit.group(0).split("(")[0].strip(), _via(via)))
+		for m in re.finditer(r"\.\s*(\w+)\s*=\s*&?%s\s*[,}\n]" % fnre, text):
+			# the struct this initializer belongs to
+			head = text.rfind("{", 0, m.start())
+			decl = text[text.rfind(";", 0, head) + 1 if head >= 0 else 0:head]
+			sm = re.search(r"struct\s+(\w+)\s+(\w+)\s*(?:\[\s*\w*\s*\])?\s*=\s*$", decl.strip() + " ")
+			sm = sm or re.search(r"struct\s+(\w+)\s+(\w+)", decl)
+			if not sm:
+				continue
+			stype, var = sm.group(1), sm.group(2)
+			member = m.group(1)
+			kind = "ioctl" if "ioctl" in member else "fops" if stype in ENTRY_STRUCTS else None
+			if kind:
+				return (kind, "%s() is the .%s member of %s (struct %s)%s" % (
+					fn, member, var, stype, _via(via)))
+		# callers in the file: a function body that calls fn
+		for m in re.finditer(r"\b%s\s*\(" % fnre, text):
+			caller = _enclosing(text, m.start())
+			if caller and caller != fn:
+				todo.append((caller, via + [fn]))
+	return None
+
+
+def _via(via):
+	return ", and calls %s" % " -> ".join("%s()" % x for x in reversed(via)) if via else ""
+
+
+_FUNC_RE = re.compile(r"^[A-Za-z_][\w \t\*]*?\b(\w+)\s*\([^;{]*\)\s*\{", re.M)
+
+
+def _enclosing(text, pos):
+	"""The name of the function whose body holds pos (top-level braces)."""
+	best = None
+	for m in _FUNC_RE.finditer(text, 0, pos):
+		best = m
+	if not best:
+		return None
+	depth = 0
+	for ch in text[best.end() - 1:pos]:
+		depth += ch == "{"
+		depth -= ch == "}"
+	return best.group(1) if depth > 0 else None
+
+
+def reached_text(kdir, rel, func):
+	r = reached(kdir, rel, func)
+	if r:
+		return r[1] + "."
+	return ("How %s() is reached at run time is not known: none of its callers in %s is a file_operations "
+		"member, an ioctl handler or a kthread function." % (func, os.path.basename(rel)))
+
+
+# ---------------------------------------------------------------------------
+# Selection and grouping
+
+def load_labels(kdir, path):
+	"""(labels or None, the path they came from)."""
+	if path:
+		if not os.path.isfile(path):
+			raise UserError("no labels file %s" % path)
+	else:
+		path = os.path.join(TOP, "reports", "labels", treeid.tree_id(kdir) + ".json")
+		if not os.path.isfile(path):
+			return None, ""
+	with open(path) as f:
+		try:
+			return json.load(f).get("labels", {}), path
+		except ValueError as e:
+			raise UserError("%s: %s" % (path, e))
+
+
+def select(findings, labels, lpath, confidence):
+	"""(units: unit -> [findings], others: [(finding, why)]).  A function
+	gets a patch only when every one of its findings is selected."""
+	units = collections.OrderedDict()
+	others = []
+	rank = CONFIDENCES.index(confidence)
+	lname = os.path.relpath(lpath, TOP) if lpath else ""
+	for f in findings:
+		fx = f.get("fix")
+		if fx is None:
+			raise UserError("the findings have no fix records (run nestsleep with --mode patch)")
+		if fx["status"] != "patch":
+			others.append((f, fx["reason"]))
+			continue
+		why = None
+		if labels is not None:
+			lab = labels.get(f["fingerprint"], {})
+			v = lab.get("verdict")
+			if not v:
+				why = "not labelled in %s; only findings labelled true get a patch" % lname
+			elif v != "true":
+				why = "labelled %s in %s: %s" % (v, lname, lab.get("reason", "").split(". ")[0].rstrip("."))
+		elif CONFIDENCES.index(fx.get("confidence", "low")) > rank:
+			why = "the fix has %s confidence, below CONFIDENCE=%s" % (fx.get("confidence"), confidence)
+		if why:
+			others.append((f, "a patch was generated but not put in a series: " + why))
+		else:
+			units.setdefault(fx["unit"], []).append(f)
+	dropped = {f["fix"]["unit"] for f, w in others if f["fix"]["status"] == "patch"}
+	for u in [u for u in units if u in dropped]:
+		for f in units.pop(u):
+			others.append((f, "a patch was generated but not put in a series: another site of %s() was "
+				       "not selected, and the patch rewrites them together" % f["function"]))
+	return units, others
+
+
+def group_units(units):
+	"""Patches: lists of units.  The units of one file whose first chains
+	end in the same sleeping call are one patch."""
+	groups = collections.OrderedDict()
+	for name, fs in units.items():
+		f0 = fs[0]
+		key = (f0["file"], f0["chain"][-1].split("=")[-1] if f0.get("chain") else name)
+		groups.setdefault(key, []).append((name, fs))
+	return list(groups.values())
+
+
 # ---------------------------------------------------------------------------
 # Changelogs
 
@@ -265,6 +484,29 @@ def waiters():
 def task_state(name):
 	"""The TASK_* expression of a waiters-table state name."""
 	return Knowledge().states.get(name, ("a sleeping state",))[0]
+
+
+def loop_state(kdir, f):
+	"""The TASK_* expression an open-coded loop sets, from its source line."""
+	try:
+		with open(os.path.join(kdir, f["file"]), errors="replace") as fp:
+			lines = fp.read().splitlines()
+	except OSError:
+		return None
+	for ln in lines[max(0, f["line"] - 1):f["line"] + 1]:
+		m = re.search(r"(?:set_current_state|prepare_to_wait\w*)\s*\((.*)\)", ln)
+		if m:
+			parts = [p.strip() for p in m.group(1).split(",")]
+			if parts and parts[-1].startswith("TASK_"):
+				return parts[-1]
+	return None
+
+
+def finding_state(kdir, f, table):
+	"""(the TASK_* expression, its hex as __might_sleep() prints it)."""
+	v = table.get(f["primitive"])
+	expr = task_state(v["state"]) if v else loop_state(kdir, f)
+	return expr, effect.state_hex(kdir, expr) if expr else None
 
 
 def chain_text(chain):
@@ -306,77 +548,241 @@ def wrap(text, width=72):
 	return "\n".join(lines)
 
 
-def problem_paragraph(fs, table):
+def problem_paragraphs(kdir, fs, table):
+	"""The wait, its state and the chains of one function."""
 	f = fs[0]
-	func = f["function"]
-	prim = f["primitive"]
-	v = table.get(prim)
-	state = task_state(v["state"]) if v else "a sleeping state"
-	if f["shape"] == "wait_event":
+	func, prim = f["function"], f["primitive"]
+	expr, _ = finding_state(kdir, f, table)
+	state = expr or "a sleeping state"
+	if f.get("after_loop"):
+		head = ("%s() leaves its %s() wait loop with the task state still %s, and then calls %s(), which "
+			"may sleep:" % (func, prim, state, f["call"]))
+	elif f["shape"] == "wait_event":
 		part = "cmd" if f.get("role") == "cmd" else "condition"
 		head = ("%s() waits with %s(). Its %s runs after the task state has been set to %s, and it "
 			"calls %s(), which may sleep:" % (func, prim, part, state, f["call"]))
 	else:
-		head = ("%s() sets the task state with %s() and, before it calls schedule(), calls %s(), "
-			"which may sleep:" % (func, prim, f["call"]))
-	paras = [wrap(head)]
+		head = ("%s() sets the task state to %s with %s() and, before it calls schedule(), calls %s(), "
+			"which may sleep:" % (func, state, prim, f["call"]))
+	return [wrap(head), "\n".join(chain_lines(c) for c in unit_chains(fs))]
+
+
+def effect_inputs(kdir, fs, table):
+	"""What the effect paragraph of one function depends on, besides the
+	test records: kept in series.json so that retest can rewrite it."""
+	_, hexs = finding_state(kdir, fs[0], table)
+	return {"shape": "after_loop" if fs[0].get("after_loop") else fs[0]["shape"],
+		"how": "warns" if any(x["effect"] == "warns" for x in fs) else "silent",
+		"state": hexs, "fingerprints": [x["fingerprint"] for x in fs]}
+
+
+def observed_warning(fps, records):
+	"""A nested-sleep warning a boot printed for one of the findings."""
+	for fp in fps:
+		r = records.get(fp) or {}
+		for s in list(r.get("splats") or []) + list((r.get("boot") or {}).get("baseline_hits") or []):
+			return s
+	return None
+
+
+def effect_paragraphs(effs, records):
+	"""One paragraph per shape of wait; the states of the functions of one
+	shape are named together."""
+	byshape = collections.OrderedDict()
+	for e in effs:
+		k = (e["shape"], e["how"])
+		d = byshape.setdefault(k, {"states": [], "fps": []})
+		if e["state"] and e["state"] not in d["states"]:
+			d["states"].append(e["state"])
+		d["fps"] += e["fingerprints"]
+	out = []
+	for (shape, how), d in byshape.items():
+		st = " or state=".join(d["states"]) if d["states"] else None
+		obs = observed_warning(d["fps"], records)
+		t = effect.effect_text(shape, how, st, obs)
+		unseen = [fn for fn in dict.fromkeys((records.get(fp) or {}).get("function") for fp in d["fps"])
+			  if fn and not observed_warning([fp for fp in d["fps"] if (records.get(fp) or {}).get("function") == fn],
+							 records)]
+		if obs and how == "warns" and unseen:
+			t += (" With CONFIG_DEBUG_ATOMIC_SLEEP=y the waits of %s warn the same way (state=%s); no boot "
+			      "has printed that here (__might_sleep() warns once per boot)." % (
+				", ".join("%s()" % x for x in unseen), st or "?"))
+		out.append(wrap(t))
+	return out
+
+
+def unit_chains(fs):
 	seen = []
 	for x in fs:
 		for p in x.get("paths", [x]):
 			c = chain_text(p["chain"])
 			if c not in seen:
 				seen.append(c)
-	paras.append("\n".join(chain_lines(c) for c in seen))
-	why = ("The inner sleep sets the task state back to TASK_RUNNING, so the outer wait can miss its "
-	       "wakeup, or spin.")
-	if any(x["effect"] == "warns" for x in fs):
-		st = "2" if state == "TASK_UNINTERRUPTIBLE" else "1"
-		paras.append(wrap(why + " With CONFIG_DEBUG_ATOMIC_SLEEP=y the kernel warns:") +
-			     "\n\n  do not call blocking ops when !TASK_RUNNING; state=%s set at [<...>]" % st)
-	else:
-		paras.append(wrap(why + " Here the inner sleep does not go through might_sleep(), so no warning "
-				  "reports it at run time."))
+	return seen
+
+
+def group_problem(kdir, group, table):
+	"""The waits and chains of a patch that fixes several functions: one
+	sentence per kind of wait, the chains named by function."""
+	kinds = collections.OrderedDict()
+	for name, fs in group:
+		f = fs[0]
+		expr, _ = finding_state(kdir, f, table)
+		key = ("after_loop" if f.get("after_loop") else f["shape"], f["primitive"], f.get("role"),
+		       expr or "a sleeping state")
+		kinds.setdefault(key, []).append(fs)
+	paras = []
+	for (shape, prim, role, state), fss in kinds.items():
+		names = [fs[0]["function"] + "()" for fs in fss]
+		who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+		if shape == "after_loop":
+			head = ("%s leave%s a %s() wait loop with the task state still %s, and then call%s a function "
+				"that may sleep:" % (who, "s" if len(names) == 1 else "", prim, state,
+						    "s" if len(names) == 1 else ""))
+		elif shape == "wait_event":
+			part = "cmd" if role == "cmd" else "condition"
+			head = ("%s wait%s with %s(). The %s runs after the task state has been set to %s, and calls "
+				"a function that may sleep:" % (who, "s" if len(names) == 1 else "", prim, part, state))
+		else:
+			head = ("%s set%s the task state to %s with %s() and, before calling schedule(), call%s a "
+				"function that may sleep:" % (who, "s" if len(names) == 1 else "", state, prim,
+							      "s" if len(names) == 1 else ""))
+		lines = []
+		for fs in fss:
+			for c in unit_chains(fs):
+				lines.append(chain_lines("%s(): %s" % (fs[0]["function"], c)))
+		paras += [wrap(head), "\n".join(lines)]
 	return paras
 
 
-def changelog(unit, table, tested, signoff, fixes_tag):
-	fs = unit["findings"]
-	fx = fs[0]["fix"]
-	paras = problem_paragraph(fs, table)
-	fix = "Rewrite the wait in %s: %s." % (WOKEN_FORM, fx["reason"])
-	paras.append(wrap(fix))
-	# a changelog holds no line numbers: file:line in a caveat becomes file
-	cav = [re.sub(r"(\.[ch]):\d+\b", r"\1", c[0].upper() + c[1:]) for c in fx["caveats"]]
-	if fx["wakers"]:
-		cav.insert(0, "The wakers in %s are converted in the same patch, so that no wakeup goes around the "
-			   "wait queue." % ", ".join("%s()" % w.split(":")[-1] for w in fx["wakers"]))
-	if cav:
-		paras.append("\n".join(wrap("- " + c.rstrip(".") + ".").replace("\n", "\n  ") for c in cav))
+def noline(text):
+	"""A changelog holds no line numbers: file.c:123 becomes file.c, and
+	'on line 123' goes."""
+	text = re.sub(r"(\.[ch]):\d+\b", r"\1", text)
+	return re.sub(r"\s+(?:on|at) line \d+\b|\s+line \d+\b", "", text)
+
+
+def capital(c):
+	"""'wakers: ...' -> 'Wakers: ...'; an identifier stays as it is."""
+	m = re.match(r"^[a-z]+\b(?![_(])", c)
+	return c[0].upper() + c[1:] if m else c
+
+
+def shared(texts_by_func):
+	"""[(text, [functions])]: each text with the function's own name made
+	generic, and the functions it holds for, in first-seen order."""
+	out = collections.OrderedDict()
+	for func, texts in texts_by_func:
+		for t in texts:
+			g = re.sub(r"\b%s\(\)" % re.escape(func), "the function", t)
+			out.setdefault(g, [])
+			if func not in out[g]:
+				out[g].append(func)
+	return list(out.items())
+
+
+def changelog(kdir, group, table, records, signoff, tags):
+	"""The commit message body of one patch (a group of units)."""
+	paras = []
+	many = len(group) > 1
+	if many:
+		paras += group_problem(kdir, group, table)
+	else:
+		paras += problem_paragraphs(kdir, group[0][1], table)
+	paras += effect_paragraphs([effect_inputs(kdir, fs, table) for name, fs in group], records)
+	known = [reached_text(kdir, fs[0]["file"], fs[0]["function"]) for name, fs in group
+		 if reached(kdir, fs[0]["file"], fs[0]["function"])]
+	unknown = [fs[0]["function"] + "()" for name, fs in group if not reached(kdir, fs[0]["file"], fs[0]["function"])]
+	if len(unknown) > 1:
+		known.append("How %s and %s are reached at run time is not known: none of their callers in %s is a "
+			     "file_operations member, an ioctl handler or a kthread function." % (
+				     ", ".join(unknown[:-1]), unknown[-1], os.path.basename(group[0][1][0]["file"])))
+	elif unknown:
+		known.append(reached_text(kdir, group[0][1][0]["file"], unknown[0][:-2]))
+	paras.append(wrap(" ".join(known)))
+	reasons = shared([(fs[0]["function"], [noline(fs[0]["fix"]["reason"])]) for name, fs in group])
+	restore = all(fs[0]["fix"]["kind"] == "restore" for name, fs in group)
+	how = "Set the task state back to TASK_RUNNING as soon as %s ends" % (
+		"each wait loop" if many else "the wait loop") if restore else \
+		"Rewrite %s in %s" % ("each wait" if many else "the wait", WOKEN_FORM)
+	if len(reasons) == 1:
+		paras.append(wrap("%s: %s." % (how, reasons[0][0].rstrip("."))))
+	else:
+		paras.append(wrap(how + ":") + "\n\n" + "\n".join(
+			wrap("- %s: %s." % (", ".join("%s()" % x for x in funcs), r.rstrip("."))).replace("\n", "\n  ")
+			for r, funcs in reasons))
+	cav = []
+	for name, fs in group:
+		fx = fs[0]["fix"]
+		# a changelog holds no line numbers: file:line in a caveat becomes file
+		cs = [noline(capital(c)) for c in fx["caveats"]]
+		if fx["wakers"]:
+			cs.insert(0, "The wakers in %s are converted in the same patch, so that no wakeup goes around "
+				  "the wait queue." % ", ".join("%s()" % w.split(":")[-1] for w in fx["wakers"]))
+		cav.append((fs[0]["function"], cs))
+	if many:
+		items = []
+		for t, funcs in shared(cav):
+			who = "each function" if len(funcs) == len(group) else ", ".join("%s()" % x for x in funcs)
+			items.append("%s: %s" % (who, t[0].lower() + t[1:] if capital(t.lower()) != t.lower() else t)
+				     if len(funcs) < len(group) else t)
+	else:
+		items = cav[0][1]
+	if items:
+		paras.append("\n".join(wrap("- " + c.rstrip(".") + ".").replace("\n", "\n  ") for c in items))
+	confs = sorted({fs[0]["fix"]["confidence"] for name, fs in group}, key=CONFIDENCES.index)
 	paras.append(wrap("Found by nestsleep, a Coccinelle check (%s) that follows the calls in wait conditions "
-			  "and wait loops across the tree. The tool rates this finding and its fix %s "
-			  "confidence; see %s for the background." % (RULE, fx["confidence"], LWN)))
-	paras.append(wrap(tested))
-	trailers = []
-	if fixes_tag:
-		trailers.append("Fixes: " + fixes_tag)
+			  "and wait loops across the tree. The tool rates %s %s confidence; see %s for the "
+			  "background." % (RULE, "this finding and its fix" if not many else
+					   "these findings and their fixes", "/".join(confs), LWN)))
+	paras.append(wrap(tested_paragraph(group_fps(group), records)))
+	trailers = ["Fixes: " + t for t in tags]
 	trailers.append("Generated by: " + RULE)
 	if signoff:
 		trailers.append("Signed-off-by: " + signoff)
 	return "\n\n".join(paras) + "\n\n" + "\n".join(trailers) + "\n"
 
 
-def tested_text(unit, compiled, boot):
-	"""Only what was done."""
-	fps = [f["fingerprint"] for f in unit["findings"]]
-	b = None
-	for fp in fps:
-		if boot and fp in boot:
-			b = boot[fp]
-			break
-	c = compiled.get(unit["unit"]) if compiled else None
-	parts = []
-	if b and b.get("build") == "ok":
-		s = "Build- and boot-tested in QEMU (x86_64, DEBUG_ATOMIC_SLEEP=y)"
+def group_fps(group):
+	return [f["fingerprint"] for name, fs in group for f in fs]
+
+
+# ---------------------------------------------------------------------------
+# Test records: one per finding; the testing paragraph of a patch, its
+# series.json entry and the cover letter are all written from them.
+
+def compile_sentence(rec):
+	"""From a record's in-order build ('build') or its lone compile
+	('compile', scripts/dev/compile_patches.py)."""
+	b = rec.get("build")
+	if b:
+		if b.get("status") == "ok":
+			return "Built in series order: %s." % b.get("how", "the touched objects compiled")
+		if b.get("status") == "not-built":
+			return "Not compiled: %s." % b.get("reason", "no configuration here builds the file")
+		return "The in-order build failed: %s." % b.get("reason", b.get("status"))
+	c = rec.get("compile")
+	if c:
+		if c.get("status") == "ok":
+			det = " ".join(str(v) for v in c.get("details", {}).values())
+			arch = " for powerpc (powerpc64-linux-gnu-gcc)" if "for powerpc" in det else " (x86_64)"
+			return ("Compiled alone on the tree%s, allmodconfig with CONFIG_WERROR=y and sparse (C=2): no new "
+				"warnings." % arch)
+		if c.get("status") == "not-built":
+			return "Not compiled: the file is not built by x86_64 or powerpc allmodconfig."
+		return "Compiling it alone on the tree gave: %s." % c.get("status")
+	return None
+
+
+def boot_sentence(b):
+	if not b:
+		return None
+	if b.get("build") == "ok":
+		after = b.get("applied_after")
+		s = "Built and booted in QEMU (x86_64, CONFIG_DEBUG_ATOMIC_SLEEP=y) with %s" % (
+			"the patch on top of the %d before it in its series" % len(after) if after else
+			"the patch on top of the unpatched tree" if after is not None else
+			"the rewrite of the function applied alone to the unpatched tree")
 		if b.get("boot") == "ok":
 			s += "; the kernel booted with no new splat"
 		else:
@@ -389,24 +795,107 @@ def tested_text(unit, compiled, boot):
 			      "either" % b.get("exerciser", "a test script"))
 		else:
 			s += ", but the patched path was not exercised"
-		parts.append(s + ".")
-	elif b and b.get("status") == "config failed":
-		parts.append("Not boot-tested: %s." % b.get("reason", "the driver cannot be configured on x86_64"))
-	if c and c.get("status") == "ok":
-		parts.append("Compile-tested with an x86_64 allmodconfig (CONFIG_WERROR=y) and sparse (C=2): no new "
-			     "warnings.")
-	elif c and c.get("status") == "not-built":
-		parts.append("Not compile-tested: the file is not built on x86_64.")
-	if not parts:
-		return NOT_TESTED
-	if not b:
-		parts.append("Not boot-tested.")
-	return " ".join(parts)
+		return s + "."
+	if b.get("status") == "config failed":
+		return "Not boot-tested: %s." % b.get("reason", "the driver cannot be configured on x86_64")
+	if b.get("status"):
+		return "Boot test: %s." % b.get("reason", b["status"])
+	return None
+
+
+def boot_class(b):
+	"""A short class of one boot record, for a patch of several functions."""
+	if b.get("build") == "ok" and b.get("boot") == "ok" and b.get("status") == "ok":
+		if b.get("exercised") and b.get("baseline_hits") and not b.get("patched_hits"):
+			return "exercised (%s): the unpatched kernel warned, the patched kernel did not" % b.get("exerciser", "")
+		if b.get("exercised"):
+			return "exercised (%s), but the unpatched kernel did not warn there either" % b.get("exerciser", "")
+		return "booted with no new splat; the patched path was not exercised"
+	return boot_sentence(b).rstrip(".")
+
+
+def tested_paragraph(fps, records):
+	"""Only what was done, from the records of the patch's findings."""
+	c = None
+	byfn = collections.OrderedDict()
+	for fp in fps:
+		r = records.get(fp) or {}
+		c = c or compile_sentence(r)
+		fn = r.get("function") or fp
+		if r.get("boot") and fn not in byfn:
+			byfn[fn] = r["boot"]
+		elif fn not in byfn:
+			byfn.setdefault(fn, None)
+	booted = {fn: b for fn, b in byfn.items() if b}
+	if len(byfn) <= 1 or not booted:
+		b = boot_sentence(next(iter(booted.values()))) if booted else None
+		if not c and not b:
+			return NOT_TESTED
+		return " ".join([c or "Not compiled.", b or "Not boot-tested."])
+	# several functions: what the boot test showed for each
+	classes = collections.OrderedDict()
+	for fn, b in byfn.items():
+		classes.setdefault(boot_class(b) if b else "not boot-tested", []).append(fn)
+	b = ("Boot-tested in QEMU (x86_64, CONFIG_DEBUG_ATOMIC_SLEEP=y) one function's rewrite at a time, "
+	     "each on the unpatched tree: " + "; ".join(
+		     "%s: %s" % (", ".join("%s()" % x for x in fns), cl) for cl, fns in classes.items()) + ".")
+	return " ".join([c or "Not compiled.", b])
+
+
+def tested_text(unit, compiled, boot):
+	"""The testing paragraph of a unit from a compile_patches result
+	(compiled: unit -> record) and boottest.json (fingerprint -> record)."""
+	fps = [f["fingerprint"] for f in unit["findings"]]
+	records = {}
+	for fp in fps:
+		r = {}
+		if compiled and compiled.get(unit["unit"]):
+			r["compile"] = compiled[unit["unit"]]
+		if boot and fp in boot:
+			r["boot"] = boot[fp]
+		records[fp] = r
+	return tested_paragraph(fps, records)
+
+
+def patch_status(fps, records):
+	"""One short status for series.json and triage."""
+	st = []
+	for fp in fps:
+		r = records.get(fp) or {}
+		b, c, bo = r.get("build") or {}, r.get("compile") or {}, r.get("boot") or {}
+		if b.get("status") == "ok" or c.get("status") == "ok":
+			st.append("compiled")
+		elif b.get("status") == "not-built" or c.get("status") == "not-built":
+			st.append("not compiled (" + (b.get("reason") or "not built here") + ")")
+		if bo.get("status") == "ok":
+			if bo.get("exercised") and bo.get("baseline_hits") and not bo.get("patched_hits"):
+				st.append("booted, exercised: warning gone")
+			elif bo.get("exercised"):
+				st.append("booted, exercised")
+			else:
+				st.append("booted, not exercised")
+		elif bo.get("status"):
+			st.append(bo["status"])
+		if st:
+			return ", ".join(st)
+	return "not tested"
+
+
+def boot_status(b, default):
+	"""One short status for a patch from its boottest.json record."""
+	st = b.get("status", "")
+	if st == "ok":
+		if b.get("exercised") and b.get("baseline_hits") and not b.get("patched_hits"):
+			return "compiled, booted, exercised: warning gone"
+		if b.get("exercised"):
+			return "compiled, booted, exercised"
+		return "compiled, booted, not exercised"
+	return st or default
 
 
 def fixes_tag(kdir, unit):
-	"""The newer of the commits that added the wait site and the sleeping
-	calls of the chain, when KDIR is a git checkout."""
+	"""The later of the commits that added the wait and the sleeping hops
+	of its chain, when KDIR is a git checkout: '<12 chars> ("subject")'."""
 	if not os.path.isdir(os.path.join(kdir, ".git")):
 		return None
 	f = unit["findings"][0]
@@ -421,73 +910,201 @@ def fixes_tag(kdir, unit):
 			continue
 		if len(text) < 6:
 			continue
-		r = subprocess.run(["git", "-C", kdir, "log", "--format=%H %ct", "-S", text, "--", rel],
+		r = subprocess.run(["git", "-C", kdir, "log", "--format=%H", "-S", text, "--", rel],
 				   capture_output=True, text=True)
 		lines = r.stdout.split()
-		if r.returncode == 0 and len(lines) >= 2:
-			cands.append((int(lines[-1]), lines[-2]))   # oldest: the one that added it
+		if r.returncode == 0 and lines:
+			h = lines[-1]   # the oldest: the one that added it
+			n = subprocess.run(["git", "-C", kdir, "rev-list", "--count", h], capture_output=True, text=True)
+			cands.append((int(n.stdout.strip() or 0), h))
 	if not cands:
 		return None
-	ct, h = max(cands)
+	# the later in history: the one with more ancestors
+	n, h = max(cands)
 	subj = subprocess.run(["git", "-C", kdir, "log", "-1", "--format=%s", h], capture_output=True,
 			      text=True).stdout.strip()
 	return '%s ("%s")' % (h[:12], subj)
 
 
 # ---------------------------------------------------------------------------
-# Patch files
+# Identity and git
 
-def with_git_headers(diff):
-	out = []
+def identity(sign):
+	"""(signoff or None, From: identity).  '' : nobody signs; '1': the
+	user's git identity, as git commit -s; 'Name <mail>': that one."""
+	if not sign:
+		return None, PLACEHOLDER
+	if sign == "1":
+		get = lambda k: subprocess.run(["git", "config", k], capture_output=True, text=True).stdout.strip()
+		name, email = get("user.name"), get("user.email")
+		if not (name and email):
+			raise UserError("SIGNOFF=1 signs with git config user.name/user.email, and they are not set; "
+					"give SIGNOFF=\"Name <mail>\" instead")
+		sign = "%s <%s>" % (name, email)
+	if not re.match(r"^[^<>]+ <[^<>@\s]+@[^<>\s]+>$", sign):
+		raise UserError("SIGNOFF must be 1 or \"Name <mail>\", not %r" % sign)
+	return sign, sign
+
+
+def split_ident(ident):
+	m = re.match(r"^(.*?)\s*<([^>]*)>$", ident)
+	return m.group(1), m.group(2)
+
+
+class Repo:
+	"""A scratch git repository that never reads or writes the user's git
+	config: its identity and dates come from the environment."""
+
+	def __init__(self, path, ident, date):
+		self.path = path
+		name, email = split_ident(ident)
+		self.env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull,
+				GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=email, GIT_COMMITTER_NAME=name,
+				GIT_COMMITTER_EMAIL=email, GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
+		for k in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+			self.env.pop(k, None)
+
+	def git(self, *args, check=True, inp=None):
+		r = subprocess.run(["git", "-C", self.path, "-c", "core.hooksPath=" + os.devnull,
+				    "-c", "core.abbrev=12"] + list(args), env=self.env, capture_output=True,
+				   text=True, input=inp)
+		if check and r.returncode != 0:
+			raise UserError("git %s failed in the scratch repository: %s" % (args[0], r.stderr.strip()[-400:]))
+		return r
+
+
+def make_repo(kdir, files, path, ident, date):
+	"""(Repo, base sha, KDIR's own commit or None): the touched files at
+	KDIR's state.  A git KDIR is cloned --shared (nothing is written in it)
+	with only the touched files checked out; otherwise they are copied."""
+	os.makedirs(path)
+	real = None
+	if os.path.isdir(os.path.join(kdir, ".git")):
+		r = subprocess.run(["git", "clone", "-q", "--shared", "--no-checkout", kdir, path],
+				   capture_output=True, text=True, env=dict(os.environ, GIT_CONFIG_GLOBAL=os.devnull,
+									   GIT_CONFIG_NOSYSTEM="1"))
+		if r.returncode != 0:
+			raise UserError("cannot clone KDIR: %s" % r.stderr.strip()[-300:])
+		repo = Repo(path, ident, date)
+		repo.git("sparse-checkout", "set", "--no-cone", *["/" + f for f in files])
+		repo.git("checkout", "-q", "HEAD")
+		real = repo.git("rev-parse", "HEAD").stdout.strip()
+	else:
+		repo = Repo(path, ident, date)
+		repo.git("init", "-q")
+	for rel in files:
+		dst = os.path.join(path, rel)
+		os.makedirs(os.path.dirname(dst), exist_ok=True)
+		shutil.copyfile(os.path.join(kdir, rel), dst + ".tmp")
+		os.replace(dst + ".tmp", dst)
+	repo.git("add", "-A", "--sparse") if real else repo.git("add", "-A")
+	if repo.git("status", "--porcelain").stdout.strip() or not real:
+		repo.git("commit", "-q", "--allow-empty", "-m",
+			 "base: the touched files of %s as they are in KDIR" % treeid.tree_id(kdir))
+		if real:
+			real = None     # KDIR has changes of its own: no commit of KDIR is the base
+	return repo, repo.git("rev-parse", "HEAD").stdout.strip(), real
+
+
+def split_diff(diff):
+	"""[(file, [hunk lines...])] of a unified diff, the header lines apart."""
+	files, cur = [], None
 	for ln in diff.splitlines(True):
-		m = re.match(r"^--- a/(\S+)", ln)
-		if m:
-			out.append("diff --git a/%s b/%s\n" % (m.group(1), m.group(1)))
-		out.append(ln)
-	return "".join(out)
-
-
-def diffstat(diff):
-	stats = collections.OrderedDict()
-	cur = None
-	for ln in diff.splitlines():
 		m = re.match(r"^\+\+\+ b/(\S+)", ln)
 		if m:
-			cur = m.group(1)
-			stats[cur] = [0, 0]
+			cur = (m.group(1), [])
+			files.append(cur)
+		elif ln.startswith(("--- ", "diff ")) or cur is None:
 			continue
-		if cur is None or ln.startswith(("--- ", "diff ")):
-			continue
-		if ln.startswith("+"):
-			stats[cur][0] += 1
-		elif ln.startswith("-"):
-			stats[cur][1] += 1
-	if not stats:
-		return ""
-	w = max(len(k) for k in stats)
-	lines = []
-	for k, (a, d) in stats.items():
-		lines.append(" %-*s | %d %s" % (w, k, a + d, "+" * a + "-" * d))
-	ta = sum(a for a, d in stats.values())
-	td = sum(d for a, d in stats.values())
-	lines.append(" %d file%s changed, %d insertion%s(+), %d deletion%s(-)" % (
-		len(stats), "s" if len(stats) != 1 else "", ta, "s" if ta != 1 else "", td, "s" if td != 1 else ""))
-	return "\n".join(lines) + "\n"
+		elif ln.startswith("@@"):
+			cur[1].append([ln])
+		elif cur[1]:
+			cur[1][-1].append(ln)
+	return files
 
 
-def mail(author, date, subject, body, diff="", to=(), cc=()):
-	out = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
-	out += "From: %s\nDate: %s\nSubject: %s\n" % (author, date, subject)
-	if to:
-		out += "To: %s\n" % ",\n    ".join(to)
-	if cc:
-		out += "Cc: %s\n" % ",\n    ".join(cc)
-	out += "\n"
-	out += body
-	if diff:
-		out += "---\n" + diffstat(diff) + "\n" + with_git_headers(diff)
-	out += "-- \nnestsleep\n"
-	return out
+INCLUDE_RE = re.compile(r"^\s*#\s*include\s")
+
+
+def add_includes(path, anchor, lines):
+	"""Insert the #include lines (without their '+') into the file after
+	the anchor line (the hunk's context before them), else after the last
+	#include; those already there are skipped."""
+	with open(path, errors="surrogateescape") as f:
+		text = f.read().splitlines(True)
+	have = {ln.strip() for ln in text}
+	new = [ln for ln in lines if ln.strip() not in have]
+	if not new:
+		return
+	at = None
+	if anchor is not None:
+		for i, ln in enumerate(text):
+			if ln.rstrip("\n") == anchor.rstrip("\n"):
+				at = i + 1
+	if at is None:
+		incs = [i for i, ln in enumerate(text) if INCLUDE_RE.match(ln)]
+		at = incs[-1] + 1 if incs else 0
+	text[at:at] = [ln if ln.endswith("\n") else ln + "\n" for ln in new]
+	with open(path + ".tmp", "w", errors="surrogateescape") as f:
+		f.write("".join(text))
+	os.replace(path + ".tmp", path)
+
+
+def apply_unit(repo, diff):
+	"""Apply one unit's diff, made on the pristine tree, to the repository
+	with the earlier patches applied.  A hunk that only adds #include
+	lines is applied by hand: the lines an earlier patch already added are
+	not added again, and the others go after the same #include as in the
+	diff (its context may have changed).  None, or the error."""
+	out = []
+	incs = []
+	for rel, hunks in split_diff(diff):
+		keep = []
+		for h in hunks:
+			body = h[1:]
+			adds = [ln for ln in body if ln.startswith("+")]
+			if adds and not any(ln.startswith("-") for ln in body) and \
+			   all(INCLUDE_RE.match(ln[1:]) for ln in adds):
+				first = body.index(adds[0])
+				anchor = body[first - 1][1:] if first > 0 and body[first - 1].startswith(" ") else None
+				incs.append((rel, anchor, [ln[1:] for ln in adds]))
+				continue
+			keep.append(h)
+		if keep:
+			out.append("--- a/%s\n+++ b/%s\n" % (rel, rel) + "".join("".join(h) for h in keep))
+	text = "".join(out)
+	if text:
+		r = repo.git("apply", "--recount", "--whitespace=nowarn", "-", check=False, inp=text)
+		if r.returncode != 0:
+			p = subprocess.run(["patch", "-p1", "-s", "-F3", "--no-backup-if-mismatch", "-r", "-"],
+					   cwd=repo.path, input=text.encode("utf-8", "surrogateescape"), capture_output=True)
+			if p.returncode != 0:
+				return (r.stderr.strip() + " / patch: " + (p.stdout + p.stderr).decode(errors="replace").strip())[-600:]
+	for rel, anchor, lines in incs:
+		add_includes(os.path.join(repo.path, rel), anchor, lines)
+	return None
+
+
+def git_am(kdir, files, patches, tmp, ident, date):
+	"""git am every patch, in order, on a fresh repository of the pristine
+	touched files: {applied, total, failed}."""
+	path = tempfile.mkdtemp(dir=tmp, prefix="am-")
+	repo = Repo(path, ident, date)
+	repo.git("init", "-q")
+	for rel in files:
+		dst = os.path.join(path, rel)
+		os.makedirs(os.path.dirname(dst), exist_ok=True)
+		shutil.copyfile(os.path.join(kdir, rel), dst)
+	repo.git("add", "-A")
+	repo.git("commit", "-q", "-m", "base")
+	n = 0
+	for p in patches:
+		r = repo.git("am", "-q", p, check=False)
+		if r.returncode != 0:
+			return {"applied": n, "total": len(patches), "failed": os.path.basename(p),
+				"output": (r.stdout + r.stderr)[-500:]}
+		n += 1
+	return {"applied": n, "total": len(patches), "failed": None}
 
 
 def checkpatch(kdir, path, signoff):
@@ -505,14 +1122,18 @@ def slug(s):
 	return re.sub(r"[^a-z0-9]+", "-", s.lower()).strip("-")[:52]
 
 
-def identity(kdir, signoff):
-	if signoff:
-		return signoff
-	name = subprocess.run(["git", "config", "user.name"], capture_output=True, text=True).stdout.strip()
-	email = subprocess.run(["git", "config", "user.email"], capture_output=True, text=True).stdout.strip()
-	if name and email:
-		return "%s <%s>" % (name, email)
-	return None
+def subject_core(prefix, group):
+	funcs = []
+	for name, fs in group:
+		if fs[0]["function"] not in funcs:
+			funcs.append(fs[0]["function"])
+	if len(funcs) == 1:
+		return "%s fix nested sleep in %s()" % (prefix, funcs[0])
+	two = "%s fix nested sleeps in %s() and %s()" % (prefix, funcs[0], funcs[1])
+	if len(funcs) == 2 and len(two) <= 70:
+		return two
+	more = "one more" if len(funcs) == 2 else "%d more" % (len(funcs) - 1)
+	return "%s fix nested sleeps in %s() and %s" % (prefix, funcs[0], more)
 
 
 # ---------------------------------------------------------------------------
@@ -538,188 +1159,335 @@ def build(a):
 		raise UserError("no kernel tree at KDIR=%s" % a.kdir)
 	if not a.out:
 		raise UserError("OUT= is required: the directory to write the series to")
+	conf = (getattr(a, "confidence", "") or "high").lower()
+	if conf not in CONFIDENCES:
+		raise UserError("CONFIDENCE must be one of %s, not %r" % (", ".join(CONFIDENCES), conf))
+	signoff, author = identity(getattr(a, "signoff", ""))
+	labels, lpath = load_labels(kdir, getattr(a, "labels", ""))
 	out = os.path.abspath(a.out)
 	data = load_findings(a)
 	compiled = {}
-	if a.compiled:
+	if getattr(a, "compiled", ""):
 		with open(a.compiled) as f:
 			compiled = {r["unit"]: r for r in json.load(f)["results"]}
 	table = waiters()
-	signoff = identity(kdir, a.signoff)
-	author = signoff or "nestsleep <nestsleep@localhost>"
-	units = collections.OrderedDict()
-	others = []
-	for f in data["findings"]:
-		fx = f.get("fix")
-		if fx is None:
-			raise UserError("the findings have no fix records (run nestsleep with --mode patch)")
-		if fx["status"] == "patch":
-			units.setdefault(fx["unit"], {"unit": fx["unit"], "findings": []})["findings"].append(f)
-		else:
-			others.append(f)
-	seccache = {}
+	tid = treeid.tree_id(kdir)
+	units, others = select(data["findings"], labels, lpath, conf)
+	seccache = seccache_of(kdir)
 	series = collections.OrderedDict()
-	for name, u in units.items():
-		sec = section_of(kdir, u["findings"][0]["file"], seccache)
-		series.setdefault(sec["name"], {"section": sec, "units": []})["units"].append(u)
+	for g in group_units(units):
+		sec = section_of(kdir, g[0][1][0]["file"], seccache)
+		series.setdefault(sec["name"], {"section": sec, "groups": []})["groups"].append(g)
+	# a boottest.json already in OUT (make boottest of an earlier run) is
+	# kept, and its results go into the test records
+	boot, bootjson = {}, None
+	if os.path.isfile(os.path.join(os.path.abspath(a.out), "boottest.json")):
+		with open(os.path.join(os.path.abspath(a.out), "boottest.json")) as f:
+			bootjson = json.load(f)
+		boot = bootjson.get("results", bootjson)
+	records = {}
+	for name, fs in units.items():
+		for f in fs:
+			r = {"function": f["function"]}
+			if compiled.get(name):
+				r["compile"] = compiled[name]
+			if f["fingerprint"] in boot:
+				r["boot"] = boot[f["fingerprint"]]
+			records[f["fingerprint"]] = r
 	tmp = out + ".tmp"
 	shutil.rmtree(tmp, ignore_errors=True)
 	os.makedirs(tmp)
-	date = datetime.datetime.now(datetime.timezone.utc).strftime("%a, %d %b %Y %H:%M:%S +0000")
-	manifest = {"tool": "nestsleep", "kdir": kdir, "signoff": signoff or "", "generated": date,
-		    "git": os.path.isdir(os.path.join(kdir, ".git")), "series": [], "report_only": []}
-	for sname, s in series.items():
-		sdir = slug(sname) or "unknown"
-		os.makedirs(os.path.join(tmp, sdir))
-		n = len(s["units"])
-		entries = []
-		for i, u in enumerate(s["units"], 1):
-			f0 = u["findings"][0]
-			fx = f0["fix"]
-			prefix = git_prefix(kdir, f0["file"]) or path_prefix(f0["file"])
-			subj_core = "%s fix nested sleep in %s()" % (prefix, f0["function"])
-			subject = "[PATCH %d/%d] %s" % (i, n, subj_core) if n > 1 else "[PATCH] %s" % subj_core
-			tag = fixes_tag(kdir, u)
-			tested = tested_text(u, compiled, None)
-			body = changelog(u, table, tested, signoff, tag)
-			fname = "%04d-%s.patch" % (i, slug(subj_core))
-			path = os.path.join(tmp, sdir, fname)
-			sec0 = s["section"]
-			to, cc = sec0["M"], sec0["R"] + [re.sub(r"\s*\(.*\)$", "", x) for x in sec0["L"]]
-			# the diff carries the file's own bytes, UTF-8 or not
-			with open(path, "w", errors="surrogateescape") as fp:
-				fp.write(mail(author, date, subject, body, fx["diff"], to, cc))
-			ap = subprocess.run(["patch", "-p1", "--dry-run", "-s", "-d", kdir],
-					    input=fx["diff"].encode("utf-8", "surrogateescape"),
-					    capture_output=True)
-			ap.stdout, ap.stderr = ap.stdout.decode(errors="replace"), ap.stderr.decode(errors="replace")
-			cp = checkpatch(kdir, path, signoff)
-			kcfg = []
-			for rel in fx["files"]:
-				for sym in kconfig_symbols(kdir, rel):
-					if sym not in kcfg:
-						kcfg.append(sym)
-			entries.append({"patch": os.path.join(sdir, fname), "subject": subj_core, "unit": u["unit"],
-					"fingerprints": [f["fingerprint"] for f in u["findings"]],
-					"files": fx["files"], "wakers": fx["wakers"], "kconfig": kcfg,
-					"kind": fx["kind"], "confidence": fx["confidence"], "caveats": fx["caveats"],
-					"applies": ap.returncode == 0, "apply_output": (ap.stdout + ap.stderr)[-500:],
-					"checkpatch": cp, "fixes_tag": tag or "",
-					"test_status": "compiled" if tested.startswith("Compile-tested") else "not tested",
-					"tested_text": tested})
-		sec = s["section"]
-		ro = [f for f in others if section_of(kdir, f["file"], seccache)["name"] == sname]
-		cover = cover_letter(sname, sec, entries, ro, signoff, manifest["git"], n)
-		cpath = os.path.join(sdir, "0000-cover-letter.patch")
-		with open(os.path.join(tmp, cpath), "w") as fp:
-			fp.write(mail(author, date, "[PATCH 0/%d] %s fix nested sleeps found by nestsleep" % (
-				n, entries[0]["subject"].split(" fix nested sleep")[0]), cover, "", to, cc))
-		manifest["series"].append({"section": sname, "maintainers": sec["M"], "reviewers": sec["R"],
-					   "lists": sec["L"], "dir": sdir, "cover": cpath, "patches": entries})
-	for f in others:
-		manifest["report_only"].append({"fingerprint": f["fingerprint"], "file": f["file"],
-						"function": f["function"], "status": f["fix"]["status"],
-						"reason": f["fix"]["reason"], "message": f["message"]})
-	with open(os.path.join(tmp, "series.json"), "w") as fp:
-		json.dump(manifest, fp, indent=1)
-	with open(os.path.join(tmp, "report-only.txt"), "w") as fp:
-		for r in manifest["report_only"]:
-			fp.write("%s: %s(): %s: %s\n" % (r["file"], r["function"], "report only" if r["status"] ==
-							    "report-only" else "manual fix needed", r["reason"]))
+	work = tempfile.mkdtemp(prefix="nestsleep-series-")
+	try:
+		manifest = make_series(a, kdir, tid, series, others, records, table, signoff, author, labels, lpath,
+				       conf, tmp, work)
+	finally:
+		shutil.rmtree(work, ignore_errors=True)
+	if getattr(a, "build", False):
+		from nestsleep.series import inorder
+		inorder.build_all(kdir, tmp, manifest, log)
+		rewrite_tests(tmp, manifest)
+	write_manifest(tmp, manifest)
+	if bootjson is not None:
+		with open(os.path.join(tmp, "boottest.json"), "w") as f:
+			json.dump(bootjson, f, indent=1)
 	if os.path.isdir(out):
 		shutil.rmtree(out)
 	os.rename(tmp, out)
 	np = sum(len(s["patches"]) for s in manifest["series"])
-	bad = [p for s in manifest["series"] for p in s["patches"] if not p["applies"]]
+	bad = [s for s in manifest["series"] if s["git_am"]["failed"]]
 	dirty = [p for s in manifest["series"] for p in s["patches"] if p["checkpatch"]["status"] != "clean"]
-	log("%d patches in %d series, %d findings without a patch (OUT/report-only.txt); %d do not apply; "
-	    "checkpatch: %d clean, %d with complaints; written to %s" % (
-		    np, len(manifest["series"]), len(others), len(bad), np - len(dirty), len(dirty), out))
+	log("%d patches in %d series (%s), %d findings without a patch (OUT/report-only.txt); git am: %d of %d "
+	    "series apply in order; checkpatch: %d clean, %d with complaints; written to %s" % (
+		    np, len(manifest["series"]), manifest["selection"], len(manifest["report_only"]),
+		    len(manifest["series"]) - len(bad), len(manifest["series"]), np - len(dirty), len(dirty), out))
 	if not signoff:
-		log("no Signed-off-by: set SIGNOFF= or git config user.name/user.email")
+		log("the patches carry no Signed-off-by: they must be signed before they are sent "
+		    "(git am -s, or re-run with SIGNOFF=1 or SIGNOFF=\"Name <mail>\"); From: is a placeholder")
 	return 1 if bad else 0
 
 
-def cover_letter(sname, sec, entries, ro, signoff, git, n):
-	paras = []
-	paras.append(wrap("This series fixes %d nested sleep%s in the %s section of MAINTAINERS: in each, a "
-			  "function that may sleep is called while the task state is already set for an outer "
-			  "wait, so the inner sleep resets it and the wait can lose its wakeup or spin (%s). "
-			  "Each patch rewrites one function into %s." % (
-				  n, "s" if n != 1 else "", sname, LWN, WOKEN_FORM)))
+def make_series(a, kdir, tid, series, others, records, table, signoff, author, labels, lpath, conf, tmp, work):
+	date = datetime.datetime.now(datetime.timezone.utc).strftime("%a, %d %b %Y %H:%M:%S +0000")
+	files = []
+	for s in series.values():
+		for g in s["groups"]:
+			for name, fs in g:
+				for rel in fs[0]["fix"]["files"]:
+					if rel not in files:
+						files.append(rel)
+	repo, base, real = make_repo(kdir, files, os.path.join(work, "repo"), author, date)
+	git = real is not None
+	sel = ("findings labelled true in %s" % os.path.relpath(lpath, TOP) if labels is not None else
+	       "findings whose fix has %s confidence%s" % (conf, "" if conf == "high" else " or better"))
+	manifest = {"tool": "nestsleep", "tree": tid, "signoff": signoff or "", "author": author,
+		    "generated": date, "git": git, "base": real or "", "selection": sel, "series": [],
+		    "report_only": [], "tests": records}
+	for si, (sname, s) in enumerate(series.items()):
+		sdir = slug(sname) or "unknown"
+		sec = s["section"]
+		repo.git("checkout", "-q", "-B", "series-%d" % si, base)
+		sfiles = []
+		entries = []
+		for g in s["groups"]:
+			f0 = g[0][1][0]
+			gfiles = []
+			for name, fs in g:
+				for rel in fs[0]["fix"]["files"]:
+					if rel not in gfiles:
+						gfiles.append(rel)
+			prefix = git_prefix(kdir, f0["file"]) or path_prefix(f0["file"])
+			core = subject_core(prefix, g)
+			tags = []
+			for name, fs in g:
+				t = fixes_tag(kdir, {"findings": fs})
+				if t and t not in tags:
+					tags.append(t)
+			err = None
+			for name, fs in g:
+				err = err or apply_unit(repo, fs[0]["fix"]["diff"])
+			if err:
+				for name, fs in g:
+					for f in fs:
+						others.append((f, "a patch was generated but does not apply after the earlier "
+							       "patches of its series: " + err))
+				repo.git("reset", "-q", "--hard")
+				repo.git("clean", "-qfd")
+				continue
+			body = changelog(kdir, g, table, records, signoff, tags)
+			repo.git("add", "-A", "--sparse") if git else repo.git("add", "-A")
+			repo.git("commit", "-q", "-F", "-", inp=core + "\n\n" + body)
+			kcfg = []
+			for rel in gfiles:
+				for sym in kconfig_symbols(kdir, rel):
+					if sym not in kcfg:
+						kcfg.append(sym)
+			for rel in gfiles:
+				if rel not in sfiles:
+					sfiles.append(rel)
+			fps = group_fps(g)
+			entries.append({"subject": core, "unit": g[0][0], "units": [n for n, fs in g],
+					"functions": [fs[0]["function"] for n, fs in g], "fingerprints": fps,
+					"files": gfiles, "wakers": [w for n, fs in g for w in fs[0]["fix"]["wakers"]],
+					"kconfig": kcfg, "kind": f0["fix"]["kind"],
+					"confidence": min((fs[0]["fix"]["confidence"] for n, fs in g), key=CONFIDENCES.index,
+							  default="low"),
+					"caveats": [c for n, fs in g for c in fs[0]["fix"]["caveats"]],
+					"fixes_tag": "; ".join(tags), "tested_text": tested_paragraph(fps, records),
+					"effects": [effect_inputs(kdir, fs, table) for n, fs in g],
+					"effect_text": effect_paragraphs([effect_inputs(kdir, fs, table) for n, fs in g],
+									 records),
+					"test_status": patch_status(fps, records)})
+		if not entries:
+			continue
+		rcpt = recipients(kdir, sfiles)
+		to, cc = rcpt
+		if not to:
+			to, cc = cc[:1], cc[1:]
+		sprefix = subject_prefix(is_netdev(rcpt), git, entries)
+		os.makedirs(os.path.join(tmp, sdir))
+		cmd = ["format-patch", "-q", "--cover-letter", "--thread", "-o", os.path.join(tmp, sdir),
+		       "--subject-prefix=" + sprefix]
+		if real:
+			cmd.append("--base=" + real)
+		cmd += ["--to=" + x for x in to] + ["--cc=" + x for x in cc] + ["%s..HEAD" % base]
+		repo.git(*cmd, "--")
+		made = sorted(os.listdir(os.path.join(tmp, sdir)))
+		cover_name = [m for m in made if m.startswith("0000-")][0]
+		pnames = [m for m in made if not m.startswith("0000-")]
+		for e, pn in zip(entries, pnames):
+			e["patch"] = os.path.join(sdir, pn)
+			e["checkpatch"] = checkpatch(kdir, os.path.join(tmp, sdir, pn), bool(signoff))
+		am = git_am(kdir, sfiles, [os.path.join(tmp, e["patch"]) for e in entries], work, author, date)
+		for i, e in enumerate(entries):
+			e["applies"] = i < am["applied"]
+		ent = {"section": sname, "maintainers": sec["M"], "reviewers": sec["R"], "lists": sec["L"],
+		       "to": to, "cc": cc, "subject_prefix": sprefix, "dir": sdir,
+		       "cover": os.path.join(sdir, cover_name), "files": sfiles, "git_am": am, "patches": entries}
+		ro = [(f, w) for f, w in others if section_of(kdir, f["file"], seccache_of(kdir))["name"] == sname]
+		fill_cover(os.path.join(tmp, ent["cover"]), ent, ro, manifest, tid)
+		manifest["series"].append(ent)
+	for f, why in others:
+		manifest["report_only"].append({"fingerprint": f["fingerprint"], "file": f["file"],
+						"function": f["function"], "status": f["fix"]["status"],
+						"reason": why, "message": f["message"]})
+	return manifest
+
+
+_SECCACHE = {}
+
+
+def seccache_of(kdir):
+	return _SECCACHE.setdefault(kdir, {})
+
+
+def write_manifest(tmp, manifest):
+	with open(os.path.join(tmp, "series.json"), "w") as fp:
+		json.dump(manifest, fp, indent=1)
+	with open(os.path.join(tmp, "report-only.txt"), "w") as fp:
+		for r in manifest["report_only"]:
+			kind = {"report-only": "report only", "manual": "manual fix needed"}.get(r["status"], "not in a series")
+			fp.write("%s: %s(): %s: %s\n" % (r["file"], r["function"], kind, r["reason"]))
+
+
+# ---------------------------------------------------------------------------
+# Cover letters
+
+def cover_prefix(ent):
+	first = ent["patches"][0]["subject"]
+	return first.split(" fix nested sleep")[0]
+
+
+def testing_note(ent, records):
+	lines = collections.Counter(tested_paragraph(e["fingerprints"], records) for e in ent["patches"])
+	return "Testing, from the records in series.json: " + " / ".join(
+		"%s (%d of %d)" % (t, c, len(ent["patches"])) for t, c in lines.items())
+
+
+def cover_blurb(ent, ro, manifest, tid):
+	n = len(ent["patches"])
+	paras = [wrap("This series fixes nested sleeps in the %s section of MAINTAINERS: in each, a function "
+		      "that may sleep is called while the task state is already set for an outer wait. Each "
+		      "patch rewrites the wait into %s; each changelog says what the nested sleep does for that "
+		      "shape of wait (%s)." % (ent["section"], WOKEN_FORM, LWN))]
 	paras.append("\n".join("  %d/%d %s (confidence: %s)" % (i, n, e["subject"], e["confidence"])
-			       for i, e in enumerate(entries, 1)))
-	paras.append(wrap("The findings and the patches were generated by nestsleep (%s); please check each "
-			  "chain before applying: the tool resolves calls through function pointers by struct "
-			  "type and may name paths that cannot run while the state is set." % RULE))
+			       for i, e in enumerate(ent["patches"], 1)))
+	paras.append(wrap("The findings and the patches were generated by nestsleep (%s); the patches in this "
+			  "series were chosen from the %s. Please check each chain before applying: the tool "
+			  "resolves calls through function pointers by struct type and may name paths that cannot "
+			  "run while the state is set." % (RULE, manifest["selection"])))
 	notes = []
-	if not git:
-		notes.append("The tree is not a git checkout (Debian's linux-source), so the patches carry no Fixes: "
-			     "tags and were made against that tree, not mainline: rebase before sending.")
-	if not signoff:
-		notes.append("No Signed-off-by: nobody has signed these patches off yet (checkpatch.pl was run "
-			     "with --no-signoff).")
-	dirty = [e for e in entries if e["checkpatch"]["status"] != "clean"]
-	notes.append("checkpatch.pl: %d of %d patches clean%s." % (
-		n - len(dirty), n, "" if not dirty else "; complaints: " + "; ".join(
-			"%s: %s" % (e["subject"], e["checkpatch"]["status"]) for e in dirty)))
-	tested = collections.Counter(e["tested_text"] for e in entries)
-	notes.append("Testing: " + " / ".join("%s (%d)" % (t, c) for t, c in tested.items()))
+	if manifest["git"]:
+		notes.append("Made with git format-patch on %s (base-commit below)." % tid)
+	else:
+		notes.append("Base: %s, which is not a git tree, so there is no base-commit "
+			     "and no Fixes: tag. The series must be rebased onto the maintainer's tree before it is "
+			     "sent." % tid)
+	if not manifest["signoff"]:
+		notes.append("Not signed off: these patches carry no Signed-off-by, and From: is a placeholder to "
+			     "replace with the sender. They must be signed before they are sent: git am -s, or re-run "
+			     "make fixes with SIGNOFF=1 or SIGNOFF=\"Name <mail>\".")
+	am = ent["git_am"]
+	notes.append("git am: %d of %d patches apply in order to the files of %s." % (am["applied"], am["total"], tid))
+	dirty = [e for e in ent["patches"] if e["checkpatch"]["status"] not in ("clean", "not run")]
+	if all(e["checkpatch"]["status"] == "not run" for e in ent["patches"]):
+		notes.append("checkpatch.pl: not run (KDIR has no scripts/checkpatch.pl).")
+	else:
+		notes.append("checkpatch.pl: %d of %d patches clean%s." % (
+			n - len(dirty), n, "" if not dirty else "; complaints: " + "; ".join(
+				"%s: %s" % (e["subject"], e["checkpatch"]["status"]) for e in dirty)))
+	notes.append(testing_note(ent, manifest["tests"]))
 	paras.append("\n".join(wrap("- " + x).replace("\n", "\n  ") for x in notes))
 	if ro:
-		paras.append(wrap("Also found in this section, with no patch (fix by hand):") + "\n" + "\n".join(
-			"  %s: %s(): %s" % (f["file"], f["function"], f["fix"]["reason"]) for f in ro))
-	if signoff:
-		paras.append("Signed-off-by: " + signoff)
-	return "\n\n".join(paras) + "\n\n"
+		paras.append(wrap("Also found in this section, with no patch here:") + "\n" + "\n".join(
+			"  %s: %s(): %s" % (f["file"], f["function"], noline(w)) for f, w in ro))
+	return "\n\n".join(paras)
 
 
-def boot_status(b, default):
-	"""One short status for a patch from its boottest.json record."""
-	st = b.get("status", "")
-	if st == "ok":
-		if b.get("exercised") and b.get("baseline_hits") and not b.get("patched_hits"):
-			return "compiled, booted, exercised: warning gone"
-		if b.get("exercised"):
-			return "compiled, booted, exercised"
-		return "compiled, booted, not exercised"
-	return st or default
+def fill_cover(path, ent, ro, manifest, tid):
+	with open(path, errors="surrogateescape") as f:
+		text = f.read()
+	text = text.replace("*** SUBJECT HERE ***", "%s fix nested sleeps found by nestsleep" % cover_prefix(ent))
+	text = text.replace("*** BLURB HERE ***", cover_blurb(ent, ro, manifest, tid))
+	with open(path, "w", errors="surrogateescape") as f:
+		f.write(text)
 
 
-def retest(out):
-	"""Rewrite the 'how tested' paragraph of every patch from boottest.json."""
+# ---------------------------------------------------------------------------
+# retest
+
+def rewrite_tests(out, man):
+	"""Rewrite each patch's testing paragraph, its series.json entry and the
+	cover letters' testing notes from the records; the number of patches."""
+	n = 0
+	recs = man["tests"]
+	for s in man["series"]:
+		for e in s["patches"]:
+			new = tested_paragraph(e["fingerprints"], recs)
+			path = os.path.join(out, e["patch"])
+			with open(path, errors="surrogateescape") as f:
+				text = f.read()
+			old = e["tested_text"]
+			changed = False
+			if wrap(old) in text and old != new:
+				text = text.replace(wrap(old), wrap(new), 1)
+				changed = True
+			if e.get("effects"):
+				neweff = effect_paragraphs(e["effects"], recs)
+				for o, nw in zip(e.get("effect_text", []), neweff):
+					if o in text and o != nw:
+						text = text.replace(o, nw, 1)
+						changed = True
+				e["effect_text"] = neweff
+			if changed:
+				with open(path + ".tmp", "w", errors="surrogateescape") as f:
+					f.write(text)
+				os.replace(path + ".tmp", path)
+				n += 1
+			e["tested_text"] = new
+			e["test_status"] = patch_status(e["fingerprints"], recs)
+		cp = os.path.join(out, s["cover"])
+		with open(cp, errors="surrogateescape") as f:
+			text = f.read()
+		m = re.search(r"- Testing, from the records in series\.json:.*?(?=\n\n|\n- |\Z)", text, re.S)
+		if m:
+			note = wrap("- " + testing_note(s, recs)).replace("\n", "\n  ")
+			text = text[:m.start()] + note + text[m.end():]
+			with open(cp, "w", errors="surrogateescape") as f:
+				f.write(text)
+	return n
+
+
+def retest(out, build_kdir=None):
+	"""Put boottest.json's results into the test records (and, with
+	build_kdir, build the series in order), then rewrite the testing
+	paragraphs and cover letters from them."""
 	sp = os.path.join(out, "series.json")
 	bp = os.path.join(out, "boottest.json")
 	if not os.path.isfile(sp):
 		raise UserError("no series.json in %s" % out)
-	if not os.path.isfile(bp):
+	if not os.path.isfile(bp) and not build_kdir:
 		raise UserError("no boottest.json in %s (run make boottest)" % out)
 	with open(sp) as f:
 		man = json.load(f)
-	with open(bp) as f:
-		boot = json.load(f)
+	boot = {}
+	if os.path.isfile(bp):
+		with open(bp) as f:
+			boot = json.load(f)
 	results = boot.get("results", boot)
-	n = 0
+	man.setdefault("tests", {})
+	if build_kdir:
+		kdir = os.path.realpath(build_kdir)
+		if not os.path.isfile(os.path.join(kdir, "Makefile")):
+			raise UserError("no kernel tree at KDIR=%s" % build_kdir)
+		from nestsleep.series import inorder
+		inorder.build_all(kdir, out, man, log)
 	for s in man["series"]:
 		for e in s["patches"]:
-			unit = {"unit": e["unit"], "findings": [{"fingerprint": fp} for fp in e["fingerprints"]]}
-			comp = {e["unit"]: {"status": "ok"}} if e["test_status"] == "compiled" else {}
-			new = tested_text(unit, comp, results)
-			path = os.path.join(out, e["patch"])
-			with open(path) as f:
-				text = f.read()
-			old = e["tested_text"]
-			if wrap(old) in text:
-				text = text.replace(wrap(old), wrap(new), 1)
-				with open(path + ".tmp", "w") as f:
-					f.write(text)
-				os.replace(path + ".tmp", path)
-				e["tested_text"] = new
-				fp0 = e["fingerprints"][0]
-				if fp0 in results:
-					e["test_status"] = boot_status(results[fp0], e["test_status"])
-					e["boottest"] = results[fp0]
-				n += 1
+			for fp in e["fingerprints"]:
+				if fp in results:
+					man["tests"].setdefault(fp, {})["boot"] = results[fp]
+	n = rewrite_tests(out, man)
 	with open(sp + ".tmp", "w") as f:
 		json.dump(man, f, indent=1)
 	os.replace(sp + ".tmp", sp)

@@ -37,6 +37,7 @@ import sys
 from nestsleep import TOP, VERSION
 from nestsleep.common import UserError
 from nestsleep.series import series as fixes
+from nestsleep.series import effect
 from nestsleep.triage import treeid
 
 RULE = "cocci/nested_sleep.cocci"
@@ -90,6 +91,26 @@ def changed_lines(diff):
 		and l != "-- "]	# a mail's signature mark
 
 
+def net_change(lines):
+	"""(lines added, lines removed) of a diff's +/- lines, a line both
+	added and removed cancelling out: two diffs of the same change that
+	align it differently (git's and the fixer's) agree on it."""
+	plus = collections.Counter(l[1:] for l in lines if l.startswith("+"))
+	minus = collections.Counter(l[1:] for l in lines if l.startswith("-"))
+	return plus - minus, minus - plus
+
+
+def patch_holds(changed, diff):
+	"""Whether a series patch's changes hold every change of this finding's
+	diff (a patch may fix several functions, and an #include that an
+	earlier patch of the series added is not added again)."""
+	if changed is None:
+		return False
+	want = net_change([l for l in changed_lines(diff) if not re.match(r"^\+\s*#\s*include\s", l)])
+	have = net_change(changed)
+	return not (want[0] - have[0]) and not (want[1] - have[1])
+
+
 def suggested_fix(f):
 	fx = f.get("fix") or {}
 	st = fx.get("status")
@@ -136,16 +157,14 @@ def confidence_reason(f):
 	return "; ".join(why)
 
 
-def warning_text(f):
+def warning_text(f, kdir="", observed=None):
+	"""What the nested sleep does for this shape of wait (series/effect.py,
+	the same text as the changelogs)."""
 	if f.get("kind") == "sleep_in_atomic":
-		return ("BUG: sleeping function called from invalid context (the condition runs under a spinlock)")
-	if f["effect"] == "warns":
-		return ("WARNING: ... do not call blocking ops when !TASK_RUNNING; state=%s set at [<...>] %s\n"
-			"(with CONFIG_DEBUG_ATOMIC_SLEEP=y); the outer wait may then miss its wakeup or spin." %
-			("2" if "UNINTERRUPTIBLE" in f.get("primitive", "") or f["primitive"] == "wait_event" else "1",
-			 f["primitive"]))
-	return ("No warning: %s() resets the task state without going through might_sleep(), so the outer "
-		"wait silently loses its state: it may return without its condition or spin." % f["call"])
+		return ("The condition runs under a spinlock: with CONFIG_DEBUG_ATOMIC_SLEEP=y a sleep there is "
+			"reported as \"BUG: sleeping function called from invalid context\".")
+	_, hexs = fixes.finding_state(kdir, f, fixes.waiters())
+	return effect.effect_text(f["shape"], "warns" if f["effect"] == "warns" else "silent", hexs, observed)
 
 
 def excerpt(kdir, f, ctx=3):
@@ -173,8 +192,9 @@ def to_sarif(findings, tid, nver):
 		 "shortDescription": {"text": "A call that may sleep runs while the task state is not TASK_RUNNING"},
 		 "fullDescription": {"text": "A wait_event*() condition, a prepare_to_wait() window or a "
 					     "set_current_state() window calls something that may sleep; the inner "
-					     "sleep resets the task state, so the outer wait can lose its wakeup or "
-					     "spin."},
+					     "sleep resets the task state to TASK_RUNNING: a wait_event*() makes an "
+					     "extra pass or polls (its condition is tested again, so no wakeup is "
+					     "lost); an open-coded loop polls and can lose its wakeup."},
 		 "helpUri": "https://lwn.net/Articles/628628/",
 		 "defaultConfiguration": {"level": "warning"}},
 		{"id": "sleep-in-atomic", "name": "SleepInAtomic",
@@ -351,8 +371,11 @@ def build(a):
 					st = p.get("test_status", "not tested")
 					if fp in boot and isinstance(boot[fp], dict):
 						st = boot_status(boot[fp], st)
+					obs = fixes.observed_warning([fp], man.get("tests", {}))
+					if obs is None and isinstance(boot.get(fp), dict) and boot[fp].get("baseline_hits"):
+						obs = boot[fp]["baseline_hits"][0]
 					series[fp] = {"status": st, "patch": p["patch"], "checkpatch": p["checkpatch"]["status"],
-						      "tested": p.get("tested_text", ""), "changed": changed}
+						      "tested": p.get("tested_text", ""), "changed": changed, "observed": obs}
 	seccache = {}
 	recs = []
 	for f in findings:
@@ -361,7 +384,7 @@ def build(a):
 		fx = f.get("fix") or {}
 		rec = dict(f)
 		tested = series.get(f["fingerprint"])
-		if tested and fx.get("status") == "patch" and tested["changed"] != changed_lines(fx.get("diff", "")):
+		if tested and fx.get("status") == "patch" and not patch_holds(tested["changed"], fx.get("diff", "")):
 			# the series tested another patch for this finding: its
 			# status says nothing of this one
 			tested = dict(tested, status="generated, not tested (the series in reports/fixes/ holds "
@@ -389,11 +412,11 @@ def build(a):
 	bysec = collections.OrderedDict()
 	for r in sorted(recs, key=lambda r: (r["section"], r["file"], r["line"])):
 		bysec.setdefault(r["section"], []).append(r)
-	cmd = "make triage KDIR=%s%s%s" % (a.kdir_shown or kdir, (" M=" + a.m) if a.m else "",
+	cmd = "make triage KDIR=%s%s%s" % (a.kdir_shown or "<a %s tree>" % tid, (" M=" + a.m) if a.m else "",
 					   (" BASELINE=" + os.path.relpath(a.baseline, TOP)) if a.baseline else "")
 	for sname, rs in bysec.items():
 		with open(os.path.join(tmp, slug(sname) + ".md"), "w") as f:
-			f.write(section_md(sname, rs, kdir, series, a.kdir_shown or kdir))
+			f.write(section_md(sname, rs, kdir, series, a.kdir_shown or "<a %s tree>" % tid, tid))
 	now = set(r["fingerprint"] for r in recs)
 	stale = {fp: lab for fp, lab in labels.items() if fp not in now and lab.get("verdict")}
 	with open(os.path.join(tmp, "index.md"), "w") as f:
@@ -570,7 +593,7 @@ def ready_for_mainline(r):
 	return r.get("verdict") == "true" and r.get("patch_status", "").startswith("compiled, booted")
 
 
-def section_md(sname, rs, kdir, series, kshown):
+def section_md(sname, rs, kdir, series, kshown, tid=None):
 	L = ["# %s" % sname, ""]
 	if rs[0]["maintainers"]:
 		L += ["Maintainers: " + "; ".join(rs[0]["maintainers"]), ""]
@@ -601,7 +624,8 @@ def section_md(sname, rs, kdir, series, kshown):
 		for i, hop in enumerate(r["chain"]):
 			loc = r["chain_locs"][i] if i < len(r.get("chain_locs", [])) else ""
 			L.append("%d. `%s` at `%s`" % (i + 1, hop, loc))
-		L += ["", "Why it matters: " + warning_text(r).replace("\n", " "), "",
+		obs = (series.get(r["fingerprint"]) or {}).get("observed")
+		L += ["", "Why it matters: " + warning_text(r, kdir, obs).replace("\n", " "), "",
 		      "Confidence: **%s** - %s." % (r["confidence"], r["confidence_reason"]), "",
 		      "Suggested fix: " + suggested_fix(r), ""]
 		fx = r.get("fix") or {}
@@ -609,5 +633,7 @@ def section_md(sname, rs, kdir, series, kshown):
 			s = series.get(r["fingerprint"], {})
 			L += ["Generated patch (%s%s):" % (r["patch_status"], (", checkpatch: " + s["checkpatch"]) if s.get("checkpatch") else ""),
 			      "", "```diff", fx["diff"].rstrip(), "```", ""]
-		L += ["Reproduce: `make coccicheck MODE=report KDIR=%s M=%s`" % (kshown, os.path.dirname(r["file"])), "", "---", ""]
+		tree = tid or os.path.basename(kshown.rstrip("/"))
+		L += ["Reproduce on %s: `make coccicheck MODE=report KDIR=<a %s tree> M=%s`" % (
+			tree, tree, os.path.dirname(r["file"])), "", "---", ""]
 	return "\n".join(L)

@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""What a nested sleep does, said once for the changelogs (series.py) and
+the triage reports (triage/reports.py): only what the code shape implies,
+and a warning quoted only when a boot printed it.
+
+- wait_event*(): the condition is tested again after every
+  prepare_to_wait_event(), so no wakeup is lost; an inner sleep that
+  returns in TASK_RUNNING makes the next schedule() return at once: an
+  extra pass, or busy polling while the inner call keeps sleeping.
+- an open-coded set_current_state()/prepare_to_wait() loop: the same
+  polling, and the loop sets and tests the state itself, so a wakeup that
+  arrives while the inner call sleeps can be lost.
+
+The state= value is printed as __might_sleep() prints it (kernel/sched/
+core.c, "state=%x"): TASK_KILLABLE is 0x102, so "state=102".
+"""
+
+import os
+import re
+
+# include/linux/sched.h, the same in 6.1 and 6.12; used when KDIR has none
+BUILTIN = {"TASK_RUNNING": 0x0, "TASK_INTERRUPTIBLE": 0x1, "TASK_UNINTERRUPTIBLE": 0x2,
+	   "TASK_WAKEKILL": 0x100, "TASK_NOLOAD": 0x400, "TASK_FREEZABLE": 0x2000,
+	   "TASK_KILLABLE": 0x102, "TASK_IDLE": 0x402, "TASK_NORMAL": 0x3}
+
+_defs = {}
+
+
+def task_defines(kdir):
+	"""TASK_* name -> value from KDIR/include/linux/sched.h."""
+	if kdir in _defs:
+		return _defs[kdir]
+	raw = {}
+	try:
+		with open(os.path.join(kdir or "", "include", "linux", "sched.h"), errors="replace") as f:
+			for m in re.finditer(r"^#define\s+(TASK_\w+)\s+(.+?)\s*$", f.read(), re.M):
+				raw.setdefault(m.group(1), m.group(2))
+	except OSError:
+		pass
+	vals = dict(BUILTIN) if not raw else {}
+
+	def ev(name, depth=0):
+		if name in vals:
+			return vals[name]
+		if name not in raw or depth > 8:
+			return None
+		total = 0
+		for part in re.sub(r"[()]", " ", raw[name]).split("|"):
+			part = part.strip()
+			v = int(part, 0) if re.match(r"^(0x[0-9a-fA-F]+|\d+)$", part) else ev(part, depth + 1)
+			if v is None:
+				return None
+			total |= v
+		vals[name] = total
+		return total
+	for n in raw:
+		ev(n)
+	_defs[kdir] = vals
+	return vals
+
+
+def state_hex(kdir, expr):
+	"""'TASK_INTERRUPTIBLE | TASK_FREEZABLE' -> '2001'; None when unknown."""
+	vals = task_defines(kdir)
+	total = 0
+	for part in (expr or "").split("|"):
+		part = part.strip()
+		if part not in vals:
+			return None
+		total |= vals[part]
+	return "%x" % total
+
+
+def warning(state):
+	"""The kernel's message, without the address and symbol it appends."""
+	return "do not call blocking ops when !TASK_RUNNING; state=%s set at ..." % (state or "?")
+
+
+def effect_text(shape, how, state, observed=None):
+	"""The effect of the nested sleep for a wait of this shape; how is the
+	finding's effect ('warns' when the inner sleep goes through
+	might_sleep(), else 'silent'); observed is a warning a boot printed."""
+	if shape == "wait_event":
+		text = ("The inner sleep returns with the task in TASK_RUNNING, so the schedule() of that pass "
+			"does not block: the wait makes an extra pass, and polls for as long as the inner call "
+			"keeps sleeping. The condition is tested again after every prepare_to_wait_event(), so "
+			"no wakeup is lost.")
+	elif shape == "after_loop":
+		text = ("The call runs after the wait loop has ended but before the task state is set back to "
+			"TASK_RUNNING, so it runs in the state the loop set. The wait is over by then: no wakeup is "
+			"lost and nothing polls, and if the call sleeps it returns in TASK_RUNNING.")
+	elif shape == "thread_exit":
+		text = ("The thread function returns with the task state still set, and the exit path calls "
+			"functions that may sleep in that state.")
+	else:
+		text = ("The inner sleep returns with the task in TASK_RUNNING, so the schedule() that follows "
+			"does not block and the loop polls for as long as the inner call keeps sleeping. The loop "
+			"sets and tests the task state itself, so a wakeup that arrives while the inner call "
+			"sleeps is taken by that inner sleep: the outer wait can lose its wakeup.")
+	if how == "warns":
+		if observed:
+			text += (" A boot of the unpatched kernel with CONFIG_DEBUG_ATOMIC_SLEEP=y printed the warning; "
+				 "make boottest recorded it as \"%s\"." % observed)
+		else:
+			text += (" With CONFIG_DEBUG_ATOMIC_SLEEP=y this path warns (\"%s\" from __might_sleep()); "
+				 "no boot has printed it here." % warning(state))
+	else:
+		text += (" The inner sleep does not go through might_sleep(), so no warning reports it at run "
+			 "time.")
+	return text
