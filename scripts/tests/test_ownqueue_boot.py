@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Tests for scripts/dev/check_ownqueue_boot.py, the boot check of the
+"""Tests for scripts/dev/boot_ownqueue.py, the boot check of the
 own-queue form on rfcomm and hidp: its verdicts over real console logs
 (kernel-boot/test_data/real_ownqueue_{before,after}_tcg.log, captured by
 the check) and a derived one where rmmod rfcomm never returns.  No kernel
@@ -12,7 +12,7 @@ import tempfile
 import unittest
 
 from nestsleep import TOP
-from dev import check_ownqueue_boot as cob
+from dev import boot_ownqueue as cob
 
 DATA = os.path.join(TOP, "kernel-boot", "test_data")
 
