@@ -1582,6 +1582,19 @@ class Fixer:
 			raise Refuse("manual", "the loop has no braces")
 		return lstart, bo, bc
 
+	def later_setters(self, ft, setters, bo, bc):
+		"""Every setter after the first must be in the loop m[bo:bc], right
+		after a schedule() (the re-arm of a loop that sets its state
+		before it); the rules drop them all."""
+		m = ft.m
+		for name, p, po, pc, st in setters[1:]:
+			if not (bo < p < bc):
+				raise Refuse("manual", "%s(%s) outside the wait loop" % (name, st))
+			before = m[open_block(m, p) + 1:p]
+			if not re.search(r"\bschedule(?:_timeout)?\s*\([^;]*\)\s*;\s*$", before):
+				raise Refuse("manual", "%s() in the middle of the loop, not right after schedule()" % name)
+			self.statement(ft, p, pc, name)
+
 	def plan_set_current_state(self, f, u):
 		rel, ft, t, m, o, c = self.loop_site(f)
 		setters = []
@@ -1633,13 +1646,7 @@ class Fixer:
 				     "(\"not supported\"): convert it by hand")
 		if adds[0][1] > ls0:
 			raise Refuse("manual", "add_wait_queue() comes after the wait starts")
-		for name, p, po, pc, st in setters[1:]:
-			if not (bo < p < bc):
-				raise Refuse("manual", "%s(%s) outside the wait loop" % (name, st))
-			before = m[open_block(m, p) + 1:p]
-			if not re.search(r"\bschedule(?:_timeout)?\s*\([^;]*\)\s*;\s*$", before):
-				raise Refuse("manual", "%s() in the middle of the loop, not right after schedule()" % name)
-			self.statement(ft, p, pc, name)
+		self.later_setters(ft, setters, bo, bc)
 		rems = self.calls_in(ft, o, c, ["remove_wait_queue"])
 		if not any(flat(t, m, x[2] + 1, x[3]) == "%s, %s" % (q, ent) for x in rems if x[1] > bc):
 			raise Refuse("manual", "no remove_wait_queue() after the loop")
@@ -1678,15 +1685,7 @@ class Fixer:
 				     "match (\"not supported\"); give the thread a wait queue of its own by hand")
 		if t[line_start(t, lstart):lstart].strip():
 			raise Refuse("manual", "the loop statement shares its line with other code")
-		for name, p, po, pc, st in setters[1:]:
-			if not (bo < p < bc) and p != first[1]:
-				raise Refuse("manual", "%s(%s) outside the wait loop" % (name, st))
-			if p > bo:
-				before = m[open_block(m, p) + 1:p]
-				if not re.search(r"\bschedule(?:_timeout)?\s*\([^;]*\)\s*;\s*$", before):
-					raise Refuse("manual", "%s() in the middle of the loop, not right after schedule()"
-						     % name)
-			self.statement(ft, p, pc, name)
+		self.later_setters(ft, setters, bo, bc)
 		body = m[bo:bc]
 		# an inner sleep that replaces the pending one by design
 		if re.search(r"\bkthread_parkme\s*\(", body):
