@@ -447,7 +447,7 @@ INIT_SCRIPT = r'''#!/bin/sh
 # WARN_ONCE in between), run /nsboot/test.sh if there is one, print the end
 # marker and end the VM (reboot -f; QEMU runs with -no-reboot).
 # Markers go through /dev/kmsg so they stay in order with kernel messages.
-export PATH=/bin:/sbin
+export PATH=/nsboot/bin:/bin:/sbin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
@@ -495,6 +495,28 @@ exit 1
 '''
 
 
+EXERCISE_BIN_DIR = 'nsboot/bin'
+
+
+def build_exercise_bin(src: str, build_dir: str) -> Tuple[str, str]:
+	"""Build the exerciser program src (one .c file) static with the host's
+	gcc, in build_dir/exercise-bin; (its path in the initramfs, the binary).
+	The guest runs the host's architecture (x86_64), so no cross compiler."""
+	if not src.endswith('.c') or not os.path.isfile(src):
+		raise BuildError(f'{src}: not a C file')
+	name = os.path.basename(src)[:-2]
+	out_dir = os.path.join(build_dir, 'exercise-bin')
+	os.makedirs(out_dir, exist_ok=True)
+	out = os.path.join(out_dir, name)
+	if not (os.path.isfile(out) and os.path.getmtime(out) >= os.path.getmtime(src)):
+		cmd = ['gcc', '-static', '-O2', '-Wall', '-Werror', '-pthread', '-o', out + '.tmp', src]
+		rv = subprocess.run(cmd, capture_output=True, text=True)
+		if rv.returncode != 0:
+			raise BuildError(f'{src}: gcc failed: ' + (rv.stderr.strip().splitlines() or ['?'])[-1])
+		os.replace(out + '.tmp', out)
+	return f'{EXERCISE_BIN_DIR}/{name}', out
+
+
 def make_initramfs(out_path: str, module_ko: Optional[str] = None,
 		   test_script: Optional[str] = None, busybox: str = BUSYBOX,
 		   extra_files: Sequence[Tuple[str, str]] = ()) -> int:
@@ -539,7 +561,7 @@ def make_initramfs(out_path: str, module_ko: Optional[str] = None,
 				dirs.add(d)
 				w.directory(d)
 		with open(src, 'rb') as f:
-			w.file(name, f.read(), 0o644)
+			w.file(name, f.read(), 0o755 if name.startswith(EXERCISE_BIN_DIR + '/') else 0o644)
 	w.trailer()
 	tmp = out_path + '.tmp'
 	with open(tmp, 'wb') as f:

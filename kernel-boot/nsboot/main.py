@@ -80,6 +80,7 @@ class ExecRequest(BuildRequest):
 	raw_output: bool = False
 	test_script: Optional[str] = None
 	tree_modules: bool = False
+	exercise_bins: Sequence[str] = ()
 	json_path: Optional[str] = None
 
 
@@ -219,6 +220,10 @@ def exec_stage(req: ExecRequest) -> Result:
 			release, extra = tree.tree_modules()
 			n = sum(1 for name, _ in extra if name.endswith('.ko'))
 			stamp(f'The kernel\'s own modules go in /lib/modules/{release}: {n} .ko')
+		for src in req.exercise_bins:
+			name, binary = nsboot_kernel.build_exercise_bin(src, tree.build_dir)
+			extra.append((name, binary))
+			stamp(f'Exerciser program {src} goes in /{name}')
 		size = nsboot_kernel.make_initramfs(initrd, ko, req.test_script, extra_files=extra)
 		stamp(f'Wrote {initrd} ({size // 1024} KiB: busybox, /init'
 		      f'{", " + os.path.basename(ko) if ko else ""}{", test.sh" if req.test_script else ""}'
@@ -410,6 +415,9 @@ def add_exec_opts(p: argparse.ArgumentParser) -> None:
 	p.add_argument('--tree-modules', '--tree_modules', dest='tree_modules', action='store_true',
 		       help="put the kernel's own modules (CONFIG_X=m) in the initramfs, in "
 		       '/lib/modules/<release>; /init runs depmod, so the test script can modprobe them')
+	p.add_argument('--exercise-bin', '--exercise_bin', dest='exercise_bins', action='append', default=[],
+		       help='a C program (kernel-boot/exercise/NAME.c), built static with the host gcc '
+		       'and put in the initramfs as /nsboot/bin/NAME, on the test script\'s PATH; repeatable')
 	p.add_argument('--json', dest='json_path', help='write the results as JSON here')
 
 
@@ -500,7 +508,7 @@ def main(argv: Sequence[str]) -> int:
 			rounds=ns.rounds, bound_ms=ns.bound_ms, jitter_us=ns.jitter_us, only=ns.only,
 			unfixed=getattr(ns, 'unfixed', None), append=ns.append,
 			log=ns.log, raw_output=ns.raw_output, test_script=ns.test_script,
-			tree_modules=ns.tree_modules, json_path=ns.json_path)
+			tree_modules=ns.tree_modules, exercise_bins=ns.exercise_bins, json_path=ns.json_path)
 	if ns.subcommand == 'exec':
 		req = ExecRequest(**common, **module, **execopts)
 		results['exec'] = exec_stage(req)
