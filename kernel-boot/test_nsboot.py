@@ -543,7 +543,7 @@ class BoottestTest(unittest.TestCase):
 		self.assertIn('acpi_dbg', ex)
 		self.assertEqual(ex['acpi_dbg']['files'], ['drivers/acpi/acpi_dbg.c'])
 		self.assertIn('ACPI_DEBUGGER_USER', ex['acpi_dbg']['needs'])
-		ps = [{'unit': 'drivers/acpi/acpi_dbg.c:acpi_aml_read'}, {'unit': 'drivers/char/hpet.c:hpet_read'}]
+		ps = [{'unit': 'drivers/acpi/acpi_dbg.c:acpi_aml_read'}, {'unit': 'drivers/media/radio/radio-cadet.c:cadet_read'}]
 		self.assertEqual([e['name'] for e in self.bt.exercisers_for(ps, list(ex.values()))], ['acpi_dbg'])
 		self.assertEqual(self.bt.exercisers_for(ps[1:], list(ex.values())), [])
 
@@ -590,6 +590,73 @@ class BoottestTest(unittest.TestCase):
 		new, known = self.bt.new_splats(base, doc, {'a_write_log', 'a_read'})
 		self.assertEqual(known, ['do not call blocking ops in a_writable'])
 		self.assertEqual(new, ['WARNING in b_probe', 'do not call blocking ops in c_cond'])
+
+	def test_program_header(self) -> None:
+		ex = {e['name']: e for e in self.bt.exercisers()}
+		for name, e in ex.items():
+			for prog in e['programs']:
+				self.assertTrue(os.path.isfile(prog), '%s: # program: %s does not exist' % (name, prog))
+
+	def ev_docs(self, hits_per_boot, ex='hpet', status='SUCCESS', diag=()):
+		"""Boot results whose splats run through the given functions, with
+		the exerciser ex reported as status."""
+		docs = []
+		for fns in hits_per_boot:
+			docs.append({'_exercisers': [ex], 'boot': {
+				'splats': [{'title': 'do not call blocking ops in %s' % fn, 'kind': 'blocking_ops',
+					    'frames': ['__might_sleep', fn], 'trimmed': ['do not call blocking ops', ' %s+0x1/0x2' % fn]}
+					   for fn in fns],
+				'documents': [{'name': 'main', 'subtests': [{'name': ex, 'status': status,
+									      'diagnostics': list(diag)}]}]}})
+		return docs
+
+	def test_evidence_reproduced_then_gone(self) -> None:
+		base = self.ev_docs([[], ['hpet_read']])
+		after = self.ev_docs([[], []], diag=['read 1: 8 bytes, 1 interrupt(s), blocked 60.1 ms'])
+		ev = self.bt.finding_evidence('hpet_read', 'hpet', base, after)
+		self.assertTrue(ev['reproduced'])
+		self.assertEqual(ev['baseline_tries'], 2)
+		self.assertEqual(ev['splat'], ['do not call blocking ops', ' hpet_read+0x1/0x2'])
+		self.assertTrue(ev['warning_gone'])
+		self.assertEqual(ev['evidence'], 'reproduced in QEMU; exercised: warning gone')
+		self.assertIn('blocked 60.1 ms', ev['patched_output'][0])
+
+	def test_evidence_needs_the_wait_to_run(self) -> None:
+		"""No warning after the patch proves nothing if the exerciser did not pass."""
+		base = self.ev_docs([['hpet_read']])
+		after = self.ev_docs([[]], status='FAILURE')
+		ev = self.bt.finding_evidence('hpet_read', 'hpet', base, after)
+		self.assertFalse(ev['warning_gone'])
+		self.assertIn('did not pass', ev['evidence'])
+
+	def test_evidence_other_functions_do_not_count(self) -> None:
+		base = self.ev_docs([['acpi_aml_read'], ['acpi_aml_read']], ex='acpi_dbg')
+		ev = self.bt.finding_evidence('acpi_aml_write', 'acpi_dbg', base, None)
+		self.assertFalse(ev['reproduced'])
+		self.assertEqual(ev['baseline_tries'], 2)
+		self.assertNotIn('splat', ev)
+		still = self.bt.finding_evidence('acpi_aml_read', 'acpi_dbg', base, self.ev_docs([['acpi_aml_read']], ex='acpi_dbg'))
+		self.assertEqual(still['evidence'], 'the patched kernel still warns')
+		self.assertFalse(still['warning_gone'])
+
+	def test_evidence_counts_only_boots_that_ran_the_exerciser(self) -> None:
+		base = self.ev_docs([['sctp_wait_for_sndbuf']], ex='sctp') + self.ev_docs([[]], ex='hpet')
+		ev = self.bt.finding_evidence('hpet_read', 'hpet', base, None)
+		self.assertEqual(ev['baseline_tries'], 1)
+		self.assertEqual(ev['evidence'], 'exercised: the unpatched kernel did not warn')
+
+	def test_report_only_targets(self) -> None:
+		man = {'report_only': [{'fingerprint': 'a1', 'file': 'drivers/char/hpet.c', 'function': 'hpet_read'},
+				       {'fingerprint': 'b2', 'file': 'drivers/foo/bar.c', 'function': 'bar_wait'}]}
+		ex = [{'name': 'hpet', 'files': ['drivers/char/hpet.c'], 'needs': [], 'programs': []}]
+		ts = self.bt.report_only_targets(man, ex)
+		self.assertEqual([t['fingerprints'] for t in ts], [['a1']])
+		self.assertEqual(self.bt.report_only_targets(man, ex, only='bar'), [])
+
+	def test_functions_of_a_patch(self) -> None:
+		p = {'unit': 'f.c:a', 'functions': ['a', 'b'], 'fingerprints': ['1', '2', '3']}
+		self.assertEqual(self.bt.functions_of(p, {'1': {'function': 'a'}, '2': {'function': 'b'}, '3': {'function': 'b'}}),
+				 {'1': 'a', '2': 'b', '3': 'b'})
 
 	def test_booted(self) -> None:
 		ok = {'status': 'SPLAT', 'boot': {'init_started': True, 'ended': True, 'timed_out': False}}

@@ -18,19 +18,32 @@ dependencies; it is never booted.
 
 Build: by default all patches whose symbols can be enabled share one
 configuration, the union (--no-share: one per group of patches with the
-same symbols).  Each configuration gets one build directory and one
-unpatched baseline boot.  Each patch is then applied on top of the
-earlier patches of its series (a series is made in order), built
-incrementally, booted, and reverted with them.  It passes when it compiles, the
-kernel boots to init and shuts down cleanly, and no splat appears that the
-baseline did not have.
+same symbols).  Each configuration gets one build directory and unpatched
+baseline boots.  Each patch is then applied on top of the earlier patches
+of its series (a series is made in order), built incrementally, booted,
+and reverted with them.  It passes when it compiles, the kernel boots to
+init and shuts down cleanly, and no splat appears that the baseline did
+not have.
 
-No initramfs test drives the patched drivers yet, so every result says
-"booted, patched code not exercised".  Results go to DIR/boottest.json,
-keyed by fingerprint; then 'nestsleep retest DIR' rewrites the
+Runtime evidence (kernel-boot/exercise/NAME.sh, with '# exercises:' the
+files it drives, '# needs:' its Kconfig symbols, '# program:' a C program
+built for the initramfs): the baseline boots run every exerciser of the
+configuration, up to MAX_TRIES boots until each exercised finding warned
+(a boot after the first runs only the exercisers still waiting); the
+findings of series.json's report_only list that an exerciser drives are
+reproduced there too.  A patch whose file an exerciser drives boots with
+that exerciser alone, as many times as the baseline needed.  Each finding
+gets its own evidence (finding_evidence()): reproduced when an unpatched
+boot printed a nested-sleep splat whose call trace runs through the
+function of the wait (its trimmed splat is kept), warning gone when the
+exerciser passed in every patched boot (it checks that the wait ran and
+slept) and none printed it.  Other patches say "booted, patched code not
+exercised".  Results go to DIR/boottest.json, keyed by fingerprint, with
+the wall time of the run; then 'nestsleep retest DIR' rewrites the
 testing paragraph of each patch from them.
 """
 
+import collections
 import contextlib
 import fcntl
 import io
@@ -56,7 +69,7 @@ def log(msg: str) -> None:
 
 
 def nsboot_run(ns, tree: str, syms: List[str], jp: str, script: str = '',
-	       extra: Sequence[str] = ()) -> dict:
+	       extra: Sequence[str] = (), programs: Sequence[str] = ()) -> dict:
 	"""'nsboot run' on tree, in this process; its JSON result, with the
 	elapsed time, the command and the tail of what it printed.  syms are
 	enabled as =y; extra are more 'nsboot run' options."""
@@ -65,6 +78,8 @@ def nsboot_run(ns, tree: str, syms: List[str], jp: str, script: str = '',
 		'--timeout', str(int(ns.timeout)), '-j', str(ns.jobs)]
 	if script:
 		argv += ['--test-script', script]
+	for prog in programs:
+		argv += ['--exercise-bin', prog]
 	for s in syms:
 		argv += ['--kconfig-add', 'CONFIG_%s=y' % bare(s)]
 	argv += list(extra)
@@ -152,13 +167,16 @@ def exercisers() -> List[dict]:
 		path = os.path.join(EXERCISE_DIR, name)
 		files: List[str] = []
 		needs: List[str] = []
+		programs: List[str] = []
 		with open(path) as f:
 			for line in f:
 				if line.startswith('# exercises:'):
 					files += line.split(':', 1)[1].split()
 				elif line.startswith('# needs:'):
 					needs += [bare(x) for x in line.split(':', 1)[1].split()]
-		out.append({'name': name[:-3], 'path': path, 'files': files, 'needs': needs})
+				elif line.startswith('# program:'):
+					programs += [os.path.join(EXERCISE_DIR, x) for x in line.split(':', 1)[1].split()]
+		out.append({'name': name[:-3], 'path': path, 'files': files, 'needs': needs, 'programs': programs})
 	return out
 
 
@@ -283,14 +301,15 @@ def load_results(bp: str) -> Dict[str, dict]:
 	return results
 
 
-def plan_configs(ns, scratch: str, patches: List[dict], all_ex: List[dict],
-		 results: Dict[str, dict]) -> List[Tuple[str, List[str], List[dict]]]:
-	"""The configurations to build, as (label, requested symbols, patches);
-	the patches whose symbols cannot be enabled go to results as config failures."""
-	configs: List[Tuple[str, List[str], List[dict]]] = []
+def plan_configs(ns, scratch: str, patches: List[dict], ros: List[dict], all_ex: List[dict],
+		 results: Dict[str, dict]) -> List[Tuple[str, List[str], List[dict], List[dict]]]:
+	"""The configurations to build, as (label, requested symbols, patches,
+	report-only findings to reproduce); the patches whose symbols cannot be
+	enabled go to results as config failures."""
+	configs: List[Tuple[str, List[str], List[dict], List[dict]]] = []
 	if ns.share:
 		wanted = sorted(set(s for p in patches for s in syms_of(p)) |
-				set(x for e in exercisers_for(patches, all_ex) for x in e['needs']))
+				set(x for e in exercisers_for(patches + ros, all_ex) for x in e['needs']))
 		syms, bad, _ = resolve_config(scratch, wanted, ns.jobs, 'shared')
 		ok = []
 		for p in patches:
@@ -299,8 +318,10 @@ def plan_configs(ns, scratch: str, patches: List[dict], all_ex: List[dict],
 				config_failed(results, p, why)
 			else:
 				ok.append(p)
-		if ok:
-			configs.append(('shared', syms, ok))
+		# an exerciser whose symbols cannot be enabled has nothing to reproduce
+		ros = [r for r in ros if not any(x in bad for e in exercisers_for([r], all_ex) for x in e['needs'])]
+		if ok or ros:
+			configs.append(('shared', syms, ok, ros))
 	else:
 		groups: Dict[str, List[dict]] = {}
 		for p in patches:
@@ -312,33 +333,164 @@ def plan_configs(ns, scratch: str, patches: List[dict], all_ex: List[dict],
 				for p in ps:
 					config_failed(results, p, blocked_by(p, bad))
 			else:
-				configs.append((key, syms, ps))
+				configs.append((key, syms, ps, []))
+		if ros:
+			need = sorted(set(x for e in exercisers_for(ros, all_ex) for x in e['needs']))
+			syms, bad, _ = resolve_config(scratch, need, ns.jobs, 'reproduce')
+			if not bad:
+				configs.append(('reproduce', syms, [], ros))
 	return configs
 
 
-def boot_baseline(ns, scratch: str, label: str, syms: List[str], ps: List[dict],
-		  all_ex: List[dict]) -> Tuple[List[dict], str, dict]:
-	"""(exercisers, test script, baseline result) of one configuration, booted unpatched."""
-	log('configuration [%s]: %d patch(es), %d symbols: %s' % (label, len(ps), len(syms), ' '.join(syms)))
-	exs = exercisers_for(ps, all_ex)
-	script = ''
-	if exs:
-		script = wrapper_script(os.path.join(cache_root(), 'boottest-exercise-%s.sh' % label[:40].replace(' ', '_')), exs)
-		log('exercisers for [%s]: %s' % (label, ', '.join(e['name'] for e in exs)))
-	base = nsboot_run(ns, scratch, syms, os.path.join(cache_root(), 'boottest-baseline.json'), script)
-	return exs, script, base
+# ---------------------------------------------------------------------------
+# Runtime evidence: baseline tries, the patched boots, one verdict per finding
+
+MAX_TRIES = 5	# boots per configuration until every exercised finding warned
 
 
-def patch_record(p: dict, ps: List[dict], syms: List[str], base: dict) -> dict:
-	"""The start of one patch's result: its configuration and the baseline boot."""
+def report_only_targets(man: dict, all_ex: List[dict], only: str = '') -> List[dict]:
+	"""The findings series.json lists with no patch (report_only) whose file
+	an exerciser drives: the unpatched kernel can still reproduce them.
+	Shaped like a patch of series.json, with no patch file."""
+	out = []
+	for r in man.get('report_only', []):
+		t = {'unit': '%s:%s' % (r['file'], r['function']), 'fingerprints': [r['fingerprint']],
+		     'files': [r['file']], 'functions': [r['function']], 'kconfig': [], 'patch': None}
+		if only and not any(x in t['unit'] for x in only.split(',') if x):
+			continue
+		if exercisers_for([t], all_ex):
+			out.append(t)
+	return out
+
+
+def functions_of(p: dict, tests: Dict[str, dict]) -> Dict[str, str]:
+	"""fingerprint -> the function of its wait, for each finding of p."""
+	fns = p.get('functions') or [p['unit'].rsplit(':', 1)[1]]
+	out = {}
+	for fp in p['fingerprints']:
+		fn = (tests.get(fp) or {}).get('function')
+		out[fp] = fn if fn else fns[0] if len(fns) == 1 else p['unit'].rsplit(':', 1)[1]
+	return out
+
+
+def target_files(p: dict) -> List[str]:
+	return p.get('files') or [patch_file(p)]
+
+
+def mine(p: dict, exs: List[dict]) -> List[dict]:
+	"""The exercisers that drive one of p's files."""
+	return [e for e in exs if set(target_files(p)) & set(e['files'])]
+
+
+def first_try(docs: List[dict], fn: str) -> int:
+	"""The number of the first boot whose nested-sleep splat runs through fn; 0 if none."""
+	for i, d in enumerate(docs, 1):
+		if hits(d, fn):
+			return i
+	return 0
+
+
+def splat_through(docs: List[dict], fn: str) -> Optional[dict]:
+	for d in docs:
+		for s in splats(d):
+			if through(s, {fn}):
+				return s
+	return None
+
+
+def ex_result(doc: dict, name: str) -> Optional[dict]:
+	"""The KTAP result of the exerciser name in one boot, if it ran."""
+	for d in (doc.get('boot') or {}).get('documents', []):
+		for t in d.get('subtests', []):
+			if t.get('name') == name:
+				return t
+	return None
+
+
+def merged(docs: List[dict]) -> dict:
+	"""One boot result holding the splats of all docs."""
+	return {'boot': {'splats': [s for d in docs for s in splats(d)]}}
+
+
+def finding_evidence(fn: str, ex: str, base_docs: List[dict], patched_docs: Optional[List[dict]]) -> dict:
+	"""What the exerciser ex showed for the wait in fn: in the unpatched
+	boots (base_docs, in order) and, if the finding has a patch, in the
+	patched boots.  'reproduced': an unpatched boot printed a nested-sleep
+	splat whose call trace runs through fn; 'warning gone': every patched
+	boot ran the exerciser to success (the exerciser checks that the wait
+	ran and slept) and none printed it."""
+	runs = [d for d in base_docs if ex in d.get('_exercisers', [ex])]
+	bt = first_try(runs, fn)
+	ev: dict = {'function': fn, 'exerciser': 'kernel-boot/exercise/%s.sh' % ex,
+		    'baseline_tries': bt or len(runs), 'reproduced': bool(bt),
+		    'baseline_hits': sorted(set(h for d in runs for h in hits(d, fn)))}
+	sp = splat_through(runs, fn)
+	if sp:
+		ev['splat'] = sp.get('trimmed') or [sp.get('message') or sp.get('title', '')]
+	if patched_docs is None:
+		ev['evidence'] = 'reproduced in QEMU' if bt else 'exercised: the unpatched kernel did not warn'
+		ev['exercised'] = bool(runs)
+		return ev
+	res = [ex_result(d, ex) for d in patched_docs]
+	ran = bool(res) and all(r is not None and r.get('status') == 'SUCCESS' for r in res)
+	after = sorted(set(h for d in patched_docs for h in hits(d, fn)))
+	ev.update(patched_tries=len(patched_docs), patched_hits=after, exercised=ran,
+		  warning_gone=bool(bt) and ran and not after)
+	last = res[-1] if res and res[-1] else {}
+	if last.get('diagnostics'):
+		ev['patched_output'] = last['diagnostics'][-8:]
+	if after:
+		ev['evidence'] = 'the patched kernel still warns'
+	elif not ran:
+		ev['evidence'] = ('reproduced in QEMU; ' if bt else '') + 'the exerciser did not pass on the patched kernel'
+	elif bt:
+		ev['evidence'] = 'reproduced in QEMU; exercised: warning gone'
+	else:
+		ev['evidence'] = 'exercised: no warning before or after'
+	return ev
+
+
+def boot_baseline(ns, scratch: str, label: str, syms: List[str], ps: List[dict], ros: List[dict],
+		  all_ex: List[dict], tests: Dict[str, dict]) -> Tuple[List[dict], List[dict]]:
+	"""(exercisers, the unpatched boots) of one configuration.  Boots up to
+	MAX_TRIES times: each boot after the first runs only the exercisers
+	whose findings have not warned yet."""
+	log('configuration [%s]: %d patch(es), %d report-only finding(s), %d symbols: %s' % (
+		label, len(ps), len(ros), len(syms), ' '.join(syms)))
+	exs = exercisers_for(ps + ros, all_ex)
+	want = {e['name']: [fn for t in ps + ros if mine(t, [e]) for fn in functions_of(t, tests).values()]
+		for e in exs}
+	docs: List[dict] = []
+	todo = list(exs)
+	for n in range(1, (MAX_TRIES if exs else 1) + 1):
+		script = ''
+		if todo:
+			script = wrapper_script(os.path.join(cache_root(), 'boottest-exercise-%s.sh' % label[:40].replace(' ', '_')), todo)
+			log('baseline boot %d of at most %d, exercisers: %s' % (n, MAX_TRIES, ', '.join(e['name'] for e in todo)))
+		doc = nsboot_run(ns, scratch, syms, os.path.join(cache_root(), 'boottest-baseline.json'), script,
+				 programs=[x for e in todo for x in e['programs']])
+		doc['_exercisers'] = [e['name'] for e in todo]
+		docs.append(doc)
+		if not booted(doc):
+			break
+		todo = [e for e in todo if not all(first_try(docs, fn) for fn in want[e['name']])]
+		if not todo:
+			break
+	return exs, docs
+
+
+def patch_record(p: dict, ps: List[dict], syms: List[str], docs: List[dict]) -> dict:
+	"""The start of one patch's result: its configuration and the baseline boots."""
+	base = docs[0]
 	bstat = base.get('status', 'NO_RESULT')
 	units = [q['unit'] for q in ps]
 	return {'config': config_label(p),
 		'resolved': ' '.join(syms),
 		'shared_build': ('one build dir and baseline for %d patches: %s' % (len(ps), ', '.join(units)))
 		if len(ps) > 1 else 'own build dir',
-		'baseline': bstat, 'baseline_s': base['_elapsed_s'],
-		'baseline_splats': splat_titles(base),
+		'baseline': bstat, 'baseline_s': round(sum(d['_elapsed_s'] for d in docs), 1),
+		'baseline_boots': len(docs),
+		'baseline_splats': sorted(set(t for d in docs for t in splat_titles(d))),
 		'exercised': False, 'note': 'booted, patched code not exercised'}
 
 
@@ -351,10 +503,12 @@ def baseline_failed(rec: dict, base: dict) -> None:
 		   stages={k: v.get('status') for k, v in stage.items()})
 
 
-def record(results: Dict[str, dict], p: dict, rec: dict) -> None:
-	"""Store rec as the result of each of p's findings and log its status."""
+def record(results: Dict[str, dict], p: dict, rec: dict, per_fp: Optional[Dict[str, dict]] = None) -> None:
+	"""Store rec, with each finding's own evidence, as the result of each of p's findings."""
 	for fp in p['fingerprints']:
-		results[fp] = rec
+		r = dict(rec)
+		r.update((per_fp or {}).get(fp, {}))
+		results[fp] = r
 	log('%s: %s' % (p['unit'], rec['status']))
 
 
@@ -369,59 +523,73 @@ def revert(scratch: str, paths: List[str]) -> bool:
 	return True
 
 
-def boot_patched(ns, scratch: str, paths: List[str], syms: List[str], script: str) -> Optional[dict]:
-	"""Boot the tree with the patches applied, then revert them; None when they cannot be reverted."""
+def boot_patched(ns, scratch: str, paths: List[str], syms: List[str], script: str,
+		 programs: List[str], tries: int) -> Optional[List[dict]]:
+	"""Boot the tree with the patches applied tries times (fewer if a boot
+	fails), then revert them; None when they cannot be reverted."""
+	docs: List[dict] = []
 	try:
-		doc = nsboot_run(ns, scratch, syms, os.path.join(cache_root(), 'boottest-patch.json'), script)
+		for n in range(tries):
+			doc = nsboot_run(ns, scratch, syms, os.path.join(cache_root(), 'boottest-patch.json'), script,
+					 programs=programs)
+			docs.append(doc)
+			if not booted(doc):
+				break
 	finally:
 		if not revert(scratch, paths):
 			return None
-	return doc
+	return docs
 
 
-def note_exercise(rec: dict, ex: str, fn: str, before: List[str], after: List[str], tests: dict) -> bool:
-	"""Record what the exerciser ex showed in rec; False when the patched kernel still warns in fn."""
-	ran = tests.get('passed', 0) > 0 and not tests.get('failed') and not tests.get('crashed')
-	rec['exercised'] = ran
-	rec['exerciser'] = 'kernel-boot/exercise/%s.sh' % ex
-	rec['baseline_hits'], rec['patched_hits'] = before, after
-	if not ran:
-		rec['note'] = 'booted; the exerciser %s did not run to completion' % ex
-	elif after:
-		rec['note'] = 'exercised: the patched kernel still warns in %s(): %s' % (fn, '; '.join(after))
-		return False
-	elif before:
-		rec['note'] = ('exercised from the initramfs (%s): the unpatched kernel warned "%s"; '
-			       'the patched kernel did not' % (rec['exerciser'], before[0]))
-	else:
-		rec['note'] = ('exercised from the initramfs (%s), but the unpatched kernel did not '
-			       'warn in %s() either: no difference shown' % (rec['exerciser'], fn))
-	return True
+def note_of(evs: Dict[str, dict]) -> str:
+	"""One line on what the exercisers showed for a patch's findings."""
+	byev = collections.OrderedDict()
+	for ev in evs.values():
+		byev.setdefault(ev['evidence'], []).append(ev['function'] + '()')
+	return '; '.join('%s: %s' % (', '.join(dict.fromkeys(fns)), e) for e, fns in byev.items())
 
 
-def judge_patched(rec: dict, p: dict, base: dict, doc: dict, exs: List[dict], known_fns: set) -> None:
-	"""Fill rec from the patched boot: build, boot, new splats and the exercisers' verdict."""
-	st = doc.get('status', 'NO_RESULT')
-	stages = doc.get('stages', {})
+def judge_patched(rec: dict, p: dict, base_docs: List[dict], docs: List[dict], exs: List[dict],
+		  known_fns: set, tests: Dict[str, dict]) -> Dict[str, dict]:
+	"""Fill rec from the patched boots: build, boot, new splats and the
+	exercisers' verdict; the evidence of each finding of p."""
+	first = docs[0]
+	stages = first.get('stages', {})
 	build_ok = stages.get('build', {}).get('status') == 'SUCCESS'
-	new, known = new_splats(base, doc, known_fns)
-	boot_ok = booted(doc) and not new
-	fn = p['unit'].rsplit(':', 1)[1]
-	mine = [e['name'] for e in exs if patch_file(p) in e['files']]
-	before, after = hits(base, fn), hits(doc, fn)
-	tests = (doc.get('boot') or {}).get('tests', {})
-	if mine and boot_ok:
-		boot_ok = note_exercise(rec, mine[0], fn, before, after, tests)
-	rec.update(status='ok' if boot_ok else ('build failed' if not build_ok else 'boot failed'),
-		   build='ok' if build_ok else 'failed', boot='ok' if booted(doc) else st.lower(),
-		   new_splats=new, known_splats=known, splats=splat_titles(doc), seconds=doc['_elapsed_s'],
-		   build_s=stages.get('build', {}).get('elapsed_s'), reason=doc.get('reason', ''))
+	new: List[str] = []
+	known: List[str] = []
+	base = merged(base_docs)
+	for d in docs:
+		n, k = new_splats(base, d, known_fns)
+		new += [x for x in n if x not in new]
+		known += [x for x in k if x not in known]
+	boot_ok = all(booted(d) for d in docs) and not new
+	per_fp: Dict[str, dict] = {}
+	exm = mine(p, exs)
+	if exm and boot_ok:
+		for fp, fn in functions_of(p, tests).items():
+			per_fp[fp] = finding_evidence(fn, exm[0]['name'], base_docs, docs)
+		if any(ev.get('patched_hits') for ev in per_fp.values()):
+			boot_ok = False
+		rec['note'] = 'exercised from the initramfs (%s): %s' % (', '.join(
+			'kernel-boot/exercise/%s.sh' % e['name'] for e in exm), note_of(per_fp))
+	status = 'ok' if boot_ok else ('build failed' if not build_ok else
+				       'still warns' if any(ev.get('patched_hits') for ev in per_fp.values()) else 'boot failed')
+	rec.update(status=status, build='ok' if build_ok else 'failed', boot='ok' if all(booted(d) for d in docs) else
+		   first.get('status', 'NO_RESULT').lower(),
+		   new_splats=new, known_splats=known, splats=sorted(set(t for d in docs for t in splat_titles(d))),
+		   seconds=round(sum(d['_elapsed_s'] for d in docs), 1), patched_boots=len(docs),
+		   build_s=stages.get('build', {}).get('elapsed_s'), reason=first.get('reason', ''))
+	return per_fp
 
 
-def try_patch(rec: dict, ns, scratch: str, paths: List[str], syms: List[str], script: str,
-	      p: dict, base: dict, exs: List[dict], known_fns: set) -> bool:
+def try_patch(rec: dict, ns, scratch: str, paths: List[str], syms: List[str], p: dict,
+	      base_docs: List[dict], exs: List[dict], known_fns: set,
+	      tests: Dict[str, dict]) -> Optional[Dict[str, dict]]:
 	"""Apply the earlier patches of p's series and p (the last of paths),
-	boot, revert and judge into rec; False when they cannot be reverted."""
+	boot as often as the baseline needed to reproduce p's findings, revert
+	and judge into rec; the per-finding evidence, None when the patches
+	cannot be reverted."""
 	done = []
 	for path in paths:
 		ap = subprocess.run(['patch', '-p1', '-s', '--no-backup-if-mismatch', '-i', path], cwd=scratch,
@@ -429,14 +597,32 @@ def try_patch(rec: dict, ns, scratch: str, paths: List[str], syms: List[str], sc
 		if ap.returncode != 0:
 			rec.update(status='does not apply', build='not run', boot='not run',
 				   reason='%s: %s' % (os.path.basename(path), (ap.stdout + ap.stderr)[-400:]))
-			return revert(scratch, done)
+			return {} if revert(scratch, done) else None
 		done.append(path)
 	rec['applied_after'] = [os.path.basename(x) for x in paths[:-1]]
-	doc = boot_patched(ns, scratch, paths, syms, script)
-	if doc is None:
-		return False
-	judge_patched(rec, p, base, doc, exs, known_fns)
-	return True
+	exm = mine(p, exs)
+	script, programs, tries = '', [], 1
+	if exm:
+		script = wrapper_script(os.path.join(cache_root(), 'boottest-exercise-patch.sh'), exm)
+		programs = [x for e in exm for x in e['programs']]
+		runs = [d for d in base_docs if any(e['name'] in d.get('_exercisers', []) for e in exm)]
+		# the same number of tries as the unpatched kernel needed
+		tries = max([first_try(runs, fn) for fn in functions_of(p, tests).values()] + [1])
+	docs = boot_patched(ns, scratch, paths, syms, script, programs, tries)
+	if docs is None:
+		return None
+	return judge_patched(rec, p, base_docs, docs, exs, known_fns, tests)
+
+
+def reproduce_only(results: Dict[str, dict], t: dict, exs: List[dict], docs: List[dict],
+		   tests: Dict[str, dict]) -> None:
+	"""The record of a finding with no patch: what the unpatched boots showed."""
+	exm = mine(t, exs)
+	for fp, fn in functions_of(t, tests).items():
+		ev = finding_evidence(fn, exm[0]['name'], docs, None)
+		results[fp] = dict(ev, status='no patch', build='not run', boot='ok' if booted(docs[0]) else 'failed',
+				   note='no patch: %s' % ev['evidence'])
+		log('%s (no patch): %s' % (t['unit'], ev['evidence']))
 
 
 def main(ns) -> int:
@@ -453,13 +639,17 @@ def main(ns) -> int:
 	with open(sp) as f:
 		man = json.load(f)
 	patches = select_patches(ns, man)
-	if not patches:
+	all_ex = exercisers()
+	ros = report_only_targets(man, all_ex, ns.only) if not ns.max else []
+	if not patches and not ros:
 		print('nsboot: boottest: no patch selected', file=sys.stderr)
 		return 2
 	for p in patches:
 		if not os.path.isfile(os.path.join(out, p['patch'])):
 			print('nsboot: boottest: %s is listed in series.json but missing' % p['patch'], file=sys.stderr)
 			return 2
+	tests = man.get('tests', {})
+	t0 = time.monotonic()
 	# kernel builds use both cores: one at a time, with the other
 	# kernel-building checks of this project (scripts/dev/check_compile.py);
 	# lockf stays open, and the lock held, until main returns
@@ -474,34 +664,39 @@ def main(ns) -> int:
 	bp = os.path.join(out, 'boottest.json')
 	results = load_results(bp)
 
-	all_ex = exercisers()
 	# functions with a finding of their own in this series: a splat in them
 	# that the baseline happened not to show is a known bug, not the patch's
 	known_fns = set(p['unit'].rsplit(':', 1)[1] for s in man['series'] for p in s['patches'])
+	known_fns |= set(t['functions'][0] for t in ros)
 	earlier = {p['patch']: [q['patch'] for q in s['patches'][:i]]
 		   for s in man['series'] for i, p in enumerate(s['patches'])}
-	configs = plan_configs(ns, scratch, patches, all_ex, results)
+	configs = plan_configs(ns, scratch, patches, ros, all_ex, results)
 
-	for label, syms, ps in configs:
-		exs, script, base = boot_baseline(ns, scratch, label, syms, ps, all_ex)
+	for label, syms, ps, rs in configs:
+		exs, docs = boot_baseline(ns, scratch, label, syms, ps, rs, all_ex, tests)
+		for t in rs:
+			reproduce_only(results, t, exs, docs, tests)
+		save(bp, kdir, results)
 		for p in ps:
-			rec = patch_record(p, ps, syms, base)
-			if not booted(base):
-				baseline_failed(rec, base)
+			rec = patch_record(p, ps, syms, docs)
+			if not booted(docs[0]):
+				baseline_failed(rec, docs[0])
 				record(results, p, rec)
 				continue
 			# a series is made in order: each patch goes on top of the
 			# earlier ones of its series
 			paths = [os.path.join(out, q) for q in earlier.get(p['patch'], [])] + [os.path.join(out, p['patch'])]
-			if not try_patch(rec, ns, scratch, paths, syms, script, p, base, exs, known_fns):
+			per_fp = try_patch(rec, ns, scratch, paths, syms, p, docs, exs, known_fns, tests)
+			if per_fp is None:
 				return 1
-			record(results, p, rec)
+			record(results, p, rec, per_fp)
 			save(bp, kdir, results)
-	save(bp, kdir, results)
+	save(bp, kdir, results, round(time.monotonic() - t0))
 	retested = run_user(series.retest, out, "fixes")
-	ok = [fp for fp, r2 in results.items() if r2.get('status') == 'ok']
-	print('nsboot: boottest: %d of %d tested findings booted clean; results in %s' % (len(ok), len(results), bp))
-	return 0 if len(ok) == len(results) and retested == 0 else 1
+	tested = [fp for fp, r2 in results.items() if r2.get('status') != 'no patch']
+	ok = [fp for fp in tested if results[fp].get('status') == 'ok']
+	print('nsboot: boottest: %d of %d tested findings booted clean; results in %s' % (len(ok), len(tested), bp))
+	return 0 if len(ok) == len(tested) and retested == 0 else 1
 
 
 def config_failed(results: Dict[str, dict], p: dict, why: Dict[str, str]) -> None:
@@ -513,9 +708,17 @@ def config_failed(results: Dict[str, dict], p: dict, why: Dict[str, str]) -> Non
 	log('%s: config failed: %s' % (p['unit'], rec['reason']))
 
 
-def save(bp: str, kdir: str, results: Dict[str, dict]) -> None:
+def save(bp: str, kdir: str, results: Dict[str, dict], wall_s: Optional[int] = None) -> None:
+	doc = {'kdir': kdir, 'arch': 'x86_64', 'qemu': 'TCG, -smp 2',
+	       'config': 'tinyconfig + configs/base,debug,lockdep + the patch symbols, dependencies resolved',
+	       'max_tries': MAX_TRIES, 'results': results}
+	if os.path.isfile(bp):
+		with open(bp) as f:
+			old = json.load(f)
+		if 'wall_s' in old:
+			doc['wall_s'] = old['wall_s']
+	if wall_s is not None:
+		doc['wall_s'] = wall_s
 	with open(bp + '.tmp', 'w') as f:
-		json.dump({'kdir': kdir, 'arch': 'x86_64', 'qemu': 'TCG, -smp 2',
-			   'config': 'tinyconfig + configs/base,debug,lockdep + the patch symbols, dependencies resolved',
-			   'results': results}, f, indent=1, sort_keys=True)
+		json.dump(doc, f, indent=1, sort_keys=True)
 	os.replace(bp + '.tmp', bp)

@@ -168,6 +168,35 @@ class Splat:
 	closed: bool = False
 	in_trace: bool = False
 
+	def trimmed(self, max_frames: int = 16) -> List[str]:
+		"""The splat as a changelog quotes it: the message, the WARNING/BUG
+		line and the reliable call-trace frames, as printed (without the
+		timestamps); registers, code bytes, the module list and '?' frames
+		go."""
+		out: List[str] = []
+		frames = 0
+		in_trace = False
+		for line in self.lines:
+			st = line.strip()
+			if not in_trace:
+				if st in ('Call Trace:', '<TASK>'):
+					in_trace = True
+					out.append(st if st == 'Call Trace:' else ' <TASK>')
+				elif DO_NOT_CALL_SHORT in line or WARNING_CPU.match(line) or BUG_SLEEPING.match(line) \
+						or line.startswith(('in_atomic(): ', 'preempt_count: ')):
+					out.append(line.rstrip())
+				continue
+			if st == '<TASK>':
+				out.append(' <TASK>')
+			elif TASK_END.match(line) or END_TRACE.match(line):
+				out.append(' </TASK>')
+				break
+			elif FRAME.match(line) and not st.startswith('? '):
+				frames += 1
+				if frames <= max_frames:
+					out.append(' ' + st)
+		return out
+
 	def guilty(self, skip: 're.Pattern[str]' = INFRA_FRAMES) -> str:
 		"""The first reliable call-trace frame that is not machinery."""
 		for fr in self.frames:
@@ -769,6 +798,7 @@ class BootResult:
 			'splats': [{'title': s.title, 'kind': s.kind, 'line': s.first_line,
 				    'test': s.test, 'expected': s.expected, 'message': s.message,
 				    'frames': [f.function for f in s.frames][:32],
+				    **({'trimmed': s.trimmed()} if s.kind in ('blocking_ops', 'sleeping_in_atomic') else {}),
 				    **({'set_at': s.set_at} if s.set_at else {})}
 				   for s in self.splats],
 		}
