@@ -97,7 +97,10 @@ def effect_text(shape, how, state, observed=None):
 			"does not block and the loop polls for as long as the inner call keeps sleeping. The loop "
 			"sets and tests the task state itself, so a wakeup that arrives while the inner call "
 			"sleeps is taken by that inner sleep: the outer wait can lose its wakeup.")
-	if how == "warns":
+	if isinstance(observed, dict) and observed.get("splat"):
+		text += (" In QEMU (x86_64, CONFIG_DEBUG_ATOMIC_SLEEP=y), with %s driving the wait, the unpatched "
+			 "kernel printed this warning (trimmed):" % observed["exerciser"])
+	elif how == "warns":
 		if observed:
 			text += (" A boot of the unpatched kernel with CONFIG_DEBUG_ATOMIC_SLEEP=y printed the warning; "
 				 "make boottest recorded it as \"%s\"." % observed)
@@ -108,3 +111,11 @@ def effect_text(shape, how, state, observed=None):
 		text += (" The inner sleep does not go through might_sleep(), so no warning reports it at run "
 			 "time.")
 	return text
+
+
+def splat_block(observed):
+	"""The splat a boot printed, indented for a changelog or a report; None
+	when observed holds no splat (only a title, or nothing)."""
+	if isinstance(observed, dict) and observed.get("splat"):
+		return "\n".join("  " + line.rstrip() for line in observed["splat"])
+	return None

@@ -577,7 +577,14 @@ def effect_inputs(kdir, fs, table):
 
 
 def observed_warning(fps, records):
-	"""A nested-sleep warning a boot printed for one of the findings."""
+	"""A nested-sleep warning a boot printed for one of the findings: the
+	trimmed splat with its exerciser ({"title", "splat", "exerciser"}) when
+	make boottest recorded one, else its title, else None."""
+	for fp in fps:
+		b = (records.get(fp) or {}).get("boot") or {}
+		if b.get("reproduced") and b.get("splat"):
+			return {"title": (b.get("baseline_hits") or [""])[0], "splat": b["splat"],
+				"exerciser": b.get("exerciser", "a test script")}
 	for fp in fps:
 		r = records.get(fp) or {}
 		for s in list(r.get("splats") or []) + list((r.get("boot") or {}).get("baseline_hits") or []):
@@ -603,11 +610,15 @@ def effect_paragraphs(effs, records):
 		unseen = [fn for fn in dict.fromkeys((records.get(fp) or {}).get("function") for fp in d["fps"])
 			  if fn and not observed_warning([fp for fp in d["fps"] if (records.get(fp) or {}).get("function") == fn],
 							 records)]
+		block = effect.splat_block(obs)
+		tail = ""
 		if obs and how == "warns" and unseen:
-			t += (" With CONFIG_DEBUG_ATOMIC_SLEEP=y the waits of %s warn the same way (state=%s); no boot "
-			      "has printed that here (__might_sleep() warns once per boot)." % (
-				", ".join("%s()" % x for x in unseen), st or "?"))
-		out.append(wrap(t))
+			tail = (" With CONFIG_DEBUG_ATOMIC_SLEEP=y the waits of %s warn the same way (state=%s); no boot "
+				"has printed that here." % (", ".join("%s()" % x for x in unseen), st or "?"))
+		if block:
+			out.append(wrap(t) + "\n\n" + block + ("\n\n" + wrap(tail.strip()) if tail else ""))
+		else:
+			out.append(wrap(t + tail))
 	return out
 
 
@@ -787,9 +798,18 @@ def boot_sentence(b):
 			s += "; the kernel booted with no new splat"
 		else:
 			s += "; the boot %s" % b.get("boot", "was not run")
-		if b.get("exercised") and b.get("baseline_hits") and not b.get("patched_hits"):
+		if b.get("warning_gone"):
+			s += (". The wait was driven from the initramfs by %s: the unpatched kernel warned in its boot %d "
+			      "(of at most 5); the patched kernel ran the same exerciser in %d boot(s), the wait ran and "
+			      "slept%s, and it did not warn" % (
+				      b.get("exerciser", "a test script"), b.get("baseline_tries", 1), b.get("patched_tries", 1),
+				      " (%s)" % b["patched_output"][-1] if b.get("patched_output") else ""))
+		elif "warning_gone" not in b and b.get("exercised") and b.get("baseline_hits") and not b.get("patched_hits"):
 			s += (". The patched path was exercised from the initramfs (%s): the unpatched kernel warned "
 			      "\"%s\", the patched kernel did not" % (b.get("exerciser", "a test script"), b["baseline_hits"][0]))
+		elif b.get("reproduced"):
+			s += (". The unpatched kernel warned under %s, but the exerciser did not pass on the patched "
+			      "kernel, so the patched wait is not shown to have run" % b.get("exerciser", "a test script"))
 		elif b.get("exercised"):
 			s += (", and the patched path was exercised (%s), but the unpatched kernel did not warn there "
 			      "either" % b.get("exerciser", "a test script"))
@@ -806,6 +826,9 @@ def boot_sentence(b):
 def boot_class(b):
 	"""A short class of one boot record, for a patch of several functions."""
 	if b.get("build") == "ok" and b.get("boot") == "ok" and b.get("status") == "ok":
+		if b.get("warning_gone"):
+			return ("reproduced in QEMU (%s: the unpatched kernel warned), exercised with the patch: the wait "
+				"slept and the warning is gone" % b.get("exerciser", ""))
 		if b.get("exercised") and b.get("baseline_hits") and not b.get("patched_hits"):
 			return "exercised (%s): the unpatched kernel warned, the patched kernel did not" % b.get("exerciser", "")
 		if b.get("exercised"):
@@ -868,7 +891,9 @@ def patch_status(fps, records):
 		elif b.get("status") == "not-built" or c.get("status") == "not-built":
 			st.append("not compiled (" + (b.get("reason") or "not built here") + ")")
 		if bo.get("status") == "ok":
-			if bo.get("exercised") and bo.get("baseline_hits") and not bo.get("patched_hits"):
+			if bo.get("warning_gone"):
+				st.append("booted, reproduced, exercised: warning gone")
+			elif bo.get("exercised") and bo.get("baseline_hits") and not bo.get("patched_hits"):
 				st.append("booted, exercised: warning gone")
 			elif bo.get("exercised"):
 				st.append("booted, exercised")
@@ -885,6 +910,8 @@ def boot_status(b, default):
 	"""One short status for a patch from its boottest.json record."""
 	st = b.get("status", "")
 	if st == "ok":
+		if b.get("warning_gone"):
+			return "compiled, booted, reproduced, exercised: warning gone"
 		if b.get("exercised") and b.get("baseline_hits") and not b.get("patched_hits"):
 			return "compiled, booted, exercised: warning gone"
 		if b.get("exercised"):
@@ -1487,6 +1514,10 @@ def retest(out, build_kdir=None):
 			for fp in e["fingerprints"]:
 				if fp in results:
 					man["tests"].setdefault(fp, {})["boot"] = results[fp]
+	# a finding with no patch has only what its exerciser showed
+	for r in man.get("report_only", []):
+		if r["fingerprint"] in results:
+			man["tests"].setdefault(r["fingerprint"], {"function": r["function"]})["boot"] = results[r["fingerprint"]]
 	n = rewrite_tests(out, man)
 	with open(sp + ".tmp", "w") as f:
 		json.dump(man, f, indent=1)

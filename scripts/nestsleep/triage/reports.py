@@ -346,6 +346,7 @@ def build(a):
 			bd = json.load(f)
 		base = {r["fingerprint"]: r for r in (bd["findings"] if isinstance(bd, dict) else bd)}
 	series = {}
+	boot = {}
 	if not a.series and os.path.isfile(os.path.join(TOP, "reports", "fixes", tid, "series.json")):
 		a.series = os.path.join(TOP, "reports", "fixes", tid)
 	if a.series:
@@ -376,6 +377,9 @@ def build(a):
 						obs = boot[fp]["baseline_hits"][0]
 					series[fp] = {"status": st, "patch": p["patch"], "checkpatch": p["checkpatch"]["status"],
 						      "tested": p.get("tested_text", ""), "changed": changed, "observed": obs}
+	runtime = {fp: r for fp, r in (boot if a.series else {}).items() if isinstance(r, dict)}
+	reasons = load_reasons()
+	exercised_files = exerciser_files()
 	seccache = {}
 	recs = []
 	for f in findings:
@@ -396,6 +400,9 @@ def build(a):
 			    "patch_status": series.get(f["fingerprint"], {}).get("status",
 							("generated, not tested" if fx.get("status") == "patch" else "")),
 			    "confidence_reason": confidence_reason(f)})
+		rec["runtime"] = runtime_summary(runtime.get(f["fingerprint"]))
+		if rec["verdict"] == "true" and not (rec["runtime"] or {}).get("reproduced"):
+			rec["runtime_reason"] = runtime_reason(rec, reasons, exercised_files)
 		recs.append(rec)
 	gone = []
 	if base is not None:
@@ -495,6 +502,7 @@ def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, ha
 			"; ".join(re.sub(r"\s*\(.*\)", "", x) for x in rs[0]["lists"][:2]) or "-",
 			c["high"], c["medium"], c["low"], len(pt), ", ".join("%s %d" % kv for kv in st.items()) or "-"))
 	L.append("")
+	L += runtime_md(recs)
 	ready = [r for r in recs if ready_for_mainline(r)]
 	if ready:
 		L += ["## Ready to rebase onto mainline", "",
@@ -528,6 +536,114 @@ def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, ha
 
 
 boot_status = fixes.boot_status
+
+
+# ---------------------------------------------------------------------------
+# Runtime evidence (make boottest's exercisers)
+
+REASONS = os.path.join(TOP, "kernel-boot", "exercise", "reasons.json")
+SILENT = "silent primitive: no warning to observe"
+
+
+def load_reasons(path=REASONS):
+	"""kernel-boot/exercise/reasons.json: why a QEMU guest cannot reach a wait."""
+	if not os.path.isfile(path):
+		return []
+	with open(path) as f:
+		return json.load(f)["reasons"]
+
+
+def exerciser_files(d=os.path.join(TOP, "kernel-boot", "exercise")):
+	"""The source files the exercisers of kernel-boot/exercise/ drive (their '# exercises:' lines)."""
+	out = set()
+	for sh in glob.glob(os.path.join(d, "*.sh")):
+		with open(sh) as f:
+			for line in f:
+				if line.startswith("# exercises:"):
+					out.update(line.split(":", 1)[1].split())
+	return out
+
+
+def runtime_summary(b):
+	"""What the runtime evidence of one finding's boottest record says, or None."""
+	if not b or not b.get("exerciser") or "reproduced" not in b:
+		return None
+	out = {k: b[k] for k in ("exerciser", "reproduced", "baseline_tries", "patched_tries", "warning_gone",
+				 "evidence", "splat", "patched_output") if k in b}
+	if b.get("baseline_hits"):
+		out["title"] = b["baseline_hits"][0]
+	return out
+
+
+def runtime_reason(r, reasons, exercised):
+	"""Why a true finding has not been reproduced in QEMU."""
+	rt = r.get("runtime") or {}
+	if rt:
+		return "exercised (%s), but the unpatched kernel did not warn in %d boot(s)" % (
+			rt["exerciser"], rt.get("baseline_tries", 0))
+	for x in reasons:
+		if (r["file"] == x["path"] or (x["path"].endswith("/") and r["file"].startswith(x["path"]))) \
+				and x.get("function", r["function"]) == r["function"]:
+			return x["reason"]
+	paths = r.get("paths") or [r]
+	if all(p.get("effect") == "silent" for p in paths):
+		return SILENT
+	if r["file"] in exercised:
+		return "an exerciser drives the file, but make boottest has not run it for this finding"
+	return "no exerciser yet, and no reason recorded in kernel-boot/exercise/reasons.json"
+
+
+def evidence_text(r):
+	rt = r.get("runtime") or {}
+	if rt.get("reproduced"):
+		t = "**reproduced in QEMU** (%s, warned in boot %d of at most 5)" % (rt["exerciser"], rt.get("baseline_tries", 1))
+		if rt.get("warning_gone"):
+			t += "; **exercised: warning gone** with the patch (%d boot(s), the wait ran and slept)" % rt.get("patched_tries", 1)
+		elif "warning_gone" in rt:
+			t += "; with the patch: %s" % rt.get("evidence", "")
+		return t
+	if r.get("runtime_reason"):
+		return "not reproduced: " + r["runtime_reason"]
+	if rt:
+		return rt.get("evidence", "exercised")
+	return "none"
+
+
+def runtime_md(recs):
+	"""The index's table: the true findings, reproduced or not, and why not."""
+	true = [r for r in recs if r.get("verdict") == "true"]
+	if not true:
+		return []
+	rep = [r for r in true if (r.get("runtime") or {}).get("reproduced")]
+	gone = [r for r in rep if r["runtime"].get("warning_gone")]
+	why = collections.OrderedDict()
+	for r in sorted(true, key=lambda r: (r.get("runtime_reason") or "", r["file"])):
+		if r.get("runtime_reason"):
+			why.setdefault(r["runtime_reason"], []).append(r)
+	L = ["## Runtime evidence (QEMU)", "",
+	     "`make boottest` boots the unpatched kernel with the exercisers of `kernel-boot/exercise/` (at most 5 "
+	     "boots until each exercised wait warns), then each patch, with the same exerciser as many times. "
+	     "Reproduced: the unpatched kernel printed `do not call blocking ops when !TASK_RUNNING` with a call "
+	     "trace through the function of the wait. Warning gone: with the patch, the exerciser passed (the wait "
+	     "ran and slept) and no boot printed it.", "",
+	     "| true findings | reproduced in QEMU | exercised: warning gone | not reproduced |", "|---|---|---|---|",
+	     "| %d | %d | %d | %d |" % (len(true), len(rep), len(gone), len(true) - len(rep)), ""]
+	if rep:
+		L += ["| reproduced | exerciser | boots to warn | with the patch |", "|---|---|---|---|"]
+		for r in rep:
+			rt = r["runtime"]
+			L.append("| `%s:%d` %s() | `%s` | %d | %s |" % (
+				r["file"], r["line"], r["function"], rt["exerciser"], rt.get("baseline_tries", 1),
+				"warning gone (%d boot(s))" % rt.get("patched_tries", 1) if rt.get("warning_gone")
+				else rt.get("evidence", "") if "warning_gone" in rt else "no patch"))
+		L.append("")
+	if why:
+		L += ["| cannot be reproduced here: reason | findings |", "|---|---|"]
+		for reason, rs in why.items():
+			L.append("| %s | %s |" % (reason.replace("|", "/"), ", ".join(
+				"`%s` %s()" % (os.path.basename(x["file"]), x["function"]) for x in rs)))
+		L.append("")
+	return L
 
 
 CHANGED_RULE = ("A changed finding has a new fingerprint but the same file, wait primitive and a sleeping "
@@ -625,8 +741,15 @@ def section_md(sname, rs, kdir, series, kshown, tid=None):
 			loc = r["chain_locs"][i] if i < len(r.get("chain_locs", [])) else ""
 			L.append("%d. `%s` at `%s`" % (i + 1, hop, loc))
 		obs = (series.get(r["fingerprint"]) or {}).get("observed")
-		L += ["", "Why it matters: " + warning_text(r, kdir, obs).replace("\n", " "), "",
-		      "Confidence: **%s** - %s." % (r["confidence"], r["confidence_reason"]), "",
+		rt = r.get("runtime") or {}
+		if rt.get("reproduced") and rt.get("splat"):
+			obs = {"title": rt.get("title", ""), "splat": rt["splat"], "exerciser": rt["exerciser"]}
+		L += ["", "Why it matters: " + warning_text(r, kdir, obs).replace("\n", " "), ""]
+		block = effect.splat_block(obs)
+		if block:
+			L += ["```", block, "```", ""]
+		L += ["Confidence: **%s** - %s. Runtime evidence: %s." % (r["confidence"], r["confidence_reason"],
+									   evidence_text(r)), "",
 		      "Suggested fix: " + suggested_fix(r), ""]
 		fx = r.get("fix") or {}
 		if fx.get("status") == "patch":

@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Runtime evidence in the triage reports and the changelogs (issue 18):
+the reasons table, the evidence line, the quoted splat."""
+
+import json
+import os
+import re
+import unittest
+
+from nestsleep import TOP
+from nestsleep.series import effect
+from nestsleep.series import series as fixes
+from nestsleep.triage import reports
+
+SPLAT = ["do not call blocking ops when !TASK_RUNNING; state=1 set at [<(____ptrval____)>] hpet_read+0x8c/0x210",
+	 "WARNING: CPU: 1 PID: 80 at kernel/sched/core.c:9944 __might_sleep+0x4d/0x60",
+	 "Call Trace:", " <TASK>", " __might_fault+0x27/0x70", " hpet_read+0x179/0x210", " </TASK>"]
+
+
+def true_sites():
+	"""(tree, file, function) of every finding labelled true."""
+	out = []
+	for name in sorted(os.listdir(os.path.join(TOP, "reports", "labels"))):
+		with open(os.path.join(TOP, "reports", "labels", name)) as f:
+			labels = json.load(f)["labels"]
+		for lab in labels.values():
+			if lab.get("verdict") != "true":
+				continue
+			m = re.match(r"^(\S+?):\d+.*?\b(\w+)\(\)\s*$", lab["site"])
+			out.append((name, m.group(1), m.group(2)))
+	return out
+
+
+class ReasonsTest(unittest.TestCase):
+
+	def test_every_true_finding_has_an_exerciser_or_a_reason(self):
+		"""Issue 18: each true finding is exercised in QEMU, or its reason is recorded."""
+		reasons = reports.load_reasons()
+		ex = reports.exerciser_files()
+		missing = []
+		for tree, path, fn in true_sites():
+			r = {"file": path, "function": fn, "verdict": "true"}
+			if path in ex:
+				continue
+			why = reports.runtime_reason(r, reasons, ex)
+			if why.startswith("no exerciser yet"):
+				missing.append("%s: %s %s()" % (tree, path, fn))
+		self.assertEqual(missing, [])
+
+	def test_reason_matching(self):
+		reasons = [{"path": "drivers/media/pci/saa7164/", "reason": "needs a saa7164 PCI card"},
+			   {"path": "drivers/tty/tty_port.c", "function": "tty_port_block_til_ready", "reason": "sdio_uart"}]
+		r = {"file": "drivers/media/pci/saa7164/saa7164-vbi.c", "function": "fops_read"}
+		self.assertEqual(reports.runtime_reason(r, reasons, set()), "needs a saa7164 PCI card")
+		r = {"file": "drivers/tty/tty_port.c", "function": "tty_port_close", "paths": [{"effect": "warns"}]}
+		self.assertTrue(reports.runtime_reason(r, reasons, set()).startswith("no exerciser yet"))
+		r = {"file": "drivers/x/y.c", "function": "f", "paths": [{"effect": "silent"}, {"effect": "silent"}]}
+		self.assertEqual(reports.runtime_reason(r, reasons, set()), reports.SILENT)
+		r = {"file": "drivers/char/hpet.c", "function": "hpet_read",
+		     "runtime": {"exerciser": "kernel-boot/exercise/hpet.sh", "reproduced": False, "baseline_tries": 5}}
+		self.assertIn("did not warn in 5 boot(s)", reports.runtime_reason(r, reasons, {"drivers/char/hpet.c"}))
+
+	def test_runtime_table(self):
+		rt = {"exerciser": "kernel-boot/exercise/hpet.sh", "reproduced": True, "baseline_tries": 2,
+		      "patched_tries": 2, "warning_gone": True, "splat": SPLAT}
+		recs = [{"verdict": "true", "file": "drivers/char/hpet.c", "line": 303, "function": "hpet_read", "runtime": rt},
+			{"verdict": "true", "file": "drivers/media/radio/radio-cadet.c", "line": 339, "function": "cadet_read",
+			 "runtime_reason": "needs an ISA card"},
+			{"verdict": "false-positive", "file": "a.c", "line": 1, "function": "a", "runtime_reason": "x"}]
+		md = "\n".join(reports.runtime_md(recs))
+		self.assertIn("| 2 | 1 | 1 | 1 |", md)
+		self.assertIn("| `drivers/char/hpet.c:303` hpet_read() | `kernel-boot/exercise/hpet.sh` | 2 | warning gone (2 boot(s)) |", md)
+		self.assertIn("| needs an ISA card | `radio-cadet.c` cadet_read() |", md)
+		self.assertNotIn("a()", md)
+		self.assertIn("**reproduced in QEMU**", reports.evidence_text(recs[0]))
+		self.assertEqual(reports.evidence_text(recs[1]), "not reproduced: needs an ISA card")
+
+
+class ChangelogSplatTest(unittest.TestCase):
+	"""A changelog quotes a warning only when a boot printed it, and then that warning."""
+
+	def records(self, **boot):
+		return {"c164de450d66b8ed": {"function": "hpet_read", "boot": dict(boot)}}
+
+	def test_quotes_the_recorded_splat(self):
+		recs = self.records(reproduced=True, splat=SPLAT, exerciser="kernel-boot/exercise/hpet.sh",
+				    baseline_hits=["do not call blocking ops in hpet_read"])
+		effs = [{"shape": "after_loop", "how": "warns", "state": "1", "fingerprints": ["c164de450d66b8ed"]}]
+		text = "\n\n".join(fixes.effect_paragraphs(effs, recs))
+		self.assertIn("with kernel-boot/exercise/hpet.sh driving the wait", " ".join(text.split()))
+		self.assertIn("  do not call blocking ops when !TASK_RUNNING; state=1 set at", text)
+		self.assertIn("   hpet_read+0x179/0x210", text)
+
+	def test_no_splat_no_quote(self):
+		recs = self.records(reproduced=False, exerciser="kernel-boot/exercise/hpet.sh")
+		effs = [{"shape": "after_loop", "how": "warns", "state": "1", "fingerprints": ["c164de450d66b8ed"]}]
+		text = "\n\n".join(fixes.effect_paragraphs(effs, recs))
+		self.assertIn("no boot has printed it here", " ".join(text.split()))
+		self.assertNotIn("Call Trace", text)
+		self.assertIsNone(effect.splat_block("do not call blocking ops in hpet_read"))
+
+	def test_boot_sentence_warning_gone(self):
+		b = {"build": "ok", "boot": "ok", "status": "ok", "applied_after": [], "exercised": True,
+		     "reproduced": True, "warning_gone": True, "baseline_tries": 1, "patched_tries": 1,
+		     "exerciser": "kernel-boot/exercise/hpet.sh", "patched_output": ["3 of 3 reads blocked and returned data"]}
+		s = fixes.boot_sentence(b)
+		self.assertIn("the unpatched kernel warned in its boot 1", s)
+		self.assertIn("(3 of 3 reads blocked and returned data)", s)
+		self.assertEqual(fixes.boot_status(b, ""), "compiled, booted, reproduced, exercised: warning gone")
+		b2 = dict(b, warning_gone=False, patched_hits=[], exercised=False)
+		self.assertIn("not shown to have run", fixes.boot_sentence(b2))
+
+
+if __name__ == "__main__":
+	unittest.main()
