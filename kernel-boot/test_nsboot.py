@@ -189,6 +189,9 @@ class GoldenStatusTest(unittest.TestCase):
 		('real_ownqueue_after_tcg.log', Status.SUCCESS, 'Ran 6 tests: passed: 6'),
 		('derived_ownqueue_rmmod_stuck.log', Status.TEST_FAILURE,
 		 '1 failed, 0 crashed: rmmod_rfcomm; init reported rc=1'),
+		('real_hpet_before_tcg.log', Status.SPLAT, '1 unexpected splat(s): 1x do not call blocking ops in hpet_read'),
+		('real_sctp_before_tcg.log', Status.SPLAT,
+		 '1 unexpected splat(s): 1x do not call blocking ops in mem_cgroup_out_of_memory'),
 	)
 
 	def test_statuses(self) -> None:
@@ -201,6 +204,52 @@ class GoldenStatusTest(unittest.TestCase):
 	def test_every_log_is_covered(self) -> None:
 		logs = {f for f in os.listdir(TEST_DATA) if f.endswith('.log')}
 		self.assertEqual(logs, {c[0] for c in self.CASES})
+
+
+class ExerciserLogTest(unittest.TestCase):
+	"""The splat matching of make boottest on real exerciser boots (6.1,
+	kernel-boot/exercise/hpet.sh and sctp.sh on the unpatched kernel)."""
+
+	def setUp(self) -> None:
+		from nsboot import boottest as nsboot_boottest
+		self.bt = nsboot_boottest
+		self.saved = dict(self.bt.WAITS)
+
+	def tearDown(self) -> None:
+		self.bt.WAITS.clear()
+		self.bt.WAITS.update(self.saved)
+
+	def doc(self, name: str, ex: str) -> dict:
+		return {'boot': parse(name).to_json(), '_exercisers': [ex]}
+
+	def test_hpet_read_reproduced(self) -> None:
+		d = self.doc('real_hpet_before_tcg.log', 'hpet')
+		(s,) = d['boot']['splats']
+		self.assertTrue(self.bt.through_wait(s, 'hpet_read'))
+		self.assertFalse(self.bt.through_wait(s, 'hpet_ioctl'))
+		self.assertEqual(s['trimmed'][0], 'do not call blocking ops when !TASK_RUNNING; state=1 set at '
+				 '[<(____ptrval____)>] hpet_read+0x77/0x14a')
+		self.assertIn(' hpet_read+0xe7/0x14a', s['trimmed'])
+		self.assertFalse([x for x in s['trimmed'] if 'RIP' in x or x.strip().startswith('?') or 'R10' in x])
+		ev = self.bt.finding_evidence('hpet_read', 'hpet', [d], None)
+		self.assertTrue(ev['reproduced'])
+		self.assertEqual(ev['baseline_tries'], 1)
+
+	def test_inlined_wait_needs_its_chain(self) -> None:
+		"""sctp_wait_for_sndbuf() is inlined into sctp_sendmsg_to_asoc(): the
+		splat matches by its primitive and the chain's first call only."""
+		d = self.doc('real_sctp_before_tcg.log', 'sctp')
+		(s,) = d['boot']['splats']
+		self.assertNotIn('sctp_wait_for_sndbuf', s['frames'])
+		self.bt.WAITS.clear()
+		self.assertFalse(self.bt.through_wait(s, 'sctp_wait_for_sndbuf'))
+		self.bt.WAITS.update(self.bt.load_waits('linux-6.1.192'))
+		self.assertTrue(self.bt.through_wait(s, 'sctp_wait_for_sndbuf'))
+		# the same primitive, but another chain; another chain, another primitive
+		self.assertFalse(self.bt.through_wait(s, 'io_cqring_wait'))
+		self.bt.WAITS['x_wait'] = {'primitive': 'prepare_to_wait', 'hops': ['sk_wmem_schedule']}
+		self.assertFalse(self.bt.through_wait(s, 'x_wait'))
+		self.assertTrue(self.bt.finding_evidence('sctp_wait_for_sndbuf', 'sctp', [d], None)['reproduced'])
 
 
 class SplatTest(unittest.TestCase):

@@ -114,13 +114,51 @@ def through(s: dict, fns: set) -> bool:
 	return s.get('kind') in ('blocking_ops', 'sleeping_in_atomic') and bool(fns & set(s.get('frames', [])))
 
 
+# function of a wait -> {'primitive': its wait primitive, 'hops': the first
+# call of each sleeping chain}, from the triage report's findings.json
+# (load_waits()); lets a splat match a wait whose function was inlined
+WAITS: Dict[str, dict] = {}
+
+
+def set_at(s: dict) -> str:
+	"""The function that set the task state, as the warning names it."""
+	return (s.get('set_at') or '').split('+')[0]
+
+
+def through_wait(s: dict, fn: str) -> bool:
+	"""A nested-sleep splat of the wait in fn: its call trace runs through
+	fn, or fn set the state itself; or, when fn was inlined into its caller,
+	the state was set by fn's wait primitive and the trace holds the call
+	that fn's sleeping chain starts with."""
+	if through(s, {fn}) or (s.get('kind') == 'blocking_ops' and set_at(s) == fn):
+		return True
+	w = WAITS.get(fn)
+	if not w or s.get('kind') != 'blocking_ops':
+		return False
+	prim = w['primitive']
+	want = 'prepare_to_wait_event' if 'wait_event' in prim else prim
+	return set_at(s) == want and bool(set(w['hops']) & set(s.get('frames', [])))
+
+
+def load_waits(tree_id: str, top: str = os.path.dirname(HARNESS)) -> Dict[str, dict]:
+	"""WAITS for one tree, from reports/<tree id>/findings.json, if there is one."""
+	path = os.path.join(top, 'reports', tree_id or '-', 'findings.json')
+	out: Dict[str, dict] = {}
+	if os.path.isfile(path):
+		with open(path) as f:
+			for r in json.load(f).get('findings', []):
+				hops = [p['chain'][0] for p in r.get('paths') or [r] if p.get('chain')]
+				out.setdefault(r['function'], {'primitive': r.get('primitive', ''), 'hops': hops})
+	return out
+
+
 def splat_titles(doc: dict) -> List[str]:
 	return sorted(set(s.get('title', '') for s in splats(doc)))
 
 
 def hits(doc: dict, fn: str) -> List[str]:
-	"""Titles of the nested-sleep splats whose call trace runs through fn."""
-	return sorted(set(s.get('title', '') for s in splats(doc) if through(s, {fn})))
+	"""Titles of the nested-sleep splats of the wait in fn (through_wait())."""
+	return sorted(set(s.get('title', '') for s in splats(doc) if through_wait(s, fn)))
 
 
 def new_splats(base: dict, doc: dict, known_fns: set) -> Tuple[List[str], List[str]]:
@@ -134,7 +172,7 @@ def new_splats(base: dict, doc: dict, known_fns: set) -> Tuple[List[str], List[s
 		t = s.get('title', '')
 		if t in seen or t in new or t in known:
 			continue
-		if through(s, known_fns):
+		if any(through_wait(s, fn) for fn in known_fns):
 			known.append(t)
 		else:
 			new.append(t)
@@ -393,7 +431,7 @@ def first_try(docs: List[dict], fn: str) -> int:
 def splat_through(docs: List[dict], fn: str) -> Optional[dict]:
 	for d in docs:
 		for s in splats(d):
-			if through(s, {fn}):
+			if through_wait(s, fn):
 				return s
 	return None
 
@@ -649,6 +687,8 @@ def main(ns) -> int:
 			print('nsboot: boottest: %s is listed in series.json but missing' % p['patch'], file=sys.stderr)
 			return 2
 	tests = man.get('tests', {})
+	WAITS.clear()
+	WAITS.update(load_waits(man.get('tree', '')))
 	t0 = time.monotonic()
 	# kernel builds use both cores: one at a time, with the other
 	# kernel-building checks of this project (scripts/dev/check_compile.py);

@@ -49,7 +49,7 @@ BUSYBOX_APPLETS = ('sh', 'mount', 'umount', 'echo', 'cat', 'insmod', 'rmmod', 'l
 		   'modprobe', 'reboot', 'poweroff', 'sleep', 'uname', 'dmesg', 'mkdir', 'ls',
 		   'true', 'false', 'test', '[', 'printf', 'grep', 'sed', 'tr', 'sync', 'cp',
 		   'mknod', 'dd', 'wc', 'head', 'tail', 'env', 'date', 'seq', 'kill', 'timeout',
-		   'depmod')
+		   'depmod', 'ip', 'rmdir', 'rm', 'cut', 'awk', 'expr', 'ps', 'touch')
 INITRAMFS_DIRS = ('bin', 'sbin', 'dev', 'proc', 'sys', 'tmp', 'etc', 'root', 'nsboot')
 MODULES_ORDER = 'modules.order'
 KERNEL_RELEASE = os.path.join('include', 'config', 'kernel.release')
