@@ -27,9 +27,11 @@ not have.
 
 Runtime evidence (kernel-boot/exercise/NAME.sh, with '# exercises:' the
 files it drives, '# needs:' its Kconfig symbols, '# program:' a C program
-built for the initramfs): the baseline boots run every exerciser of the
-configuration, up to MAX_TRIES boots until each exercised finding warned
-(a boot after the first runs only the exercisers still waiting); the
+built for the initramfs, '# patched: no <why>' when it cannot run on the
+patched kernel): after a baseline boot with no exerciser, each exerciser
+of the configuration gets baseline boots of its own, up to MAX_TRIES until
+each of its findings warned (an exerciser that crashes the kernel takes
+only its own findings with it); the
 findings of series.json's report_only list that an exerciser drives are
 reproduced there too.  A patch whose file an exerciser drives boots with
 that exerciser alone, as many times as the baseline needed.  Each finding
@@ -206,6 +208,7 @@ def exercisers() -> List[dict]:
 		files: List[str] = []
 		needs: List[str] = []
 		programs: List[str] = []
+		not_patched: Optional[str] = None
 		with open(path) as f:
 			for line in f:
 				if line.startswith('# exercises:'):
@@ -214,7 +217,10 @@ def exercisers() -> List[dict]:
 					needs += [bare(x) for x in line.split(':', 1)[1].split()]
 				elif line.startswith('# program:'):
 					programs += [os.path.join(EXERCISE_DIR, x) for x in line.split(':', 1)[1].split()]
-		out.append({'name': name[:-3], 'path': path, 'files': files, 'needs': needs, 'programs': programs})
+				elif line.startswith('# patched: no'):
+					not_patched = line.split('no', 1)[1].strip(' :\n')
+		out.append({'name': name[:-3], 'path': path, 'files': files, 'needs': needs, 'programs': programs,
+			    'patched': not_patched is None, 'not_patched': not_patched or ''})
 	return out
 
 
@@ -490,30 +496,32 @@ def finding_evidence(fn: str, ex: str, base_docs: List[dict], patched_docs: Opti
 
 def boot_baseline(ns, scratch: str, label: str, syms: List[str], ps: List[dict], ros: List[dict],
 		  all_ex: List[dict], tests: Dict[str, dict]) -> Tuple[List[dict], List[dict]]:
-	"""(exercisers, the unpatched boots) of one configuration.  Boots up to
-	MAX_TRIES times: each boot after the first runs only the exercisers
-	whose findings have not warned yet."""
+	"""(exercisers, the unpatched boots) of one configuration: first a boot
+	with no exerciser (the reference every patch is compared with), then
+	each exerciser in boots of its own, so that one that brings the kernel
+	down (a race with a bug of its own) takes only its own findings with
+	it: up to MAX_TRIES boots, until each of its findings warned."""
 	log('configuration [%s]: %d patch(es), %d report-only finding(s), %d symbols: %s' % (
 		label, len(ps), len(ros), len(syms), ' '.join(syms)))
 	exs = exercisers_for(ps + ros, all_ex)
-	want = {e['name']: [fn for t in ps + ros if mine(t, [e]) for fn in functions_of(t, tests).values()]
-		for e in exs}
-	docs: List[dict] = []
-	todo = list(exs)
-	for n in range(1, (MAX_TRIES if exs else 1) + 1):
-		script = ''
-		if todo:
-			script = wrapper_script(os.path.join(cache_root(), 'boottest-exercise-%s.sh' % label[:40].replace(' ', '_')), todo)
-			log('baseline boot %d of at most %d, exercisers: %s' % (n, MAX_TRIES, ', '.join(e['name'] for e in todo)))
-		doc = nsboot_run(ns, scratch, syms, os.path.join(cache_root(), 'boottest-baseline.json'), script,
-				 programs=[x for e in todo for x in e['programs']])
-		doc['_exercisers'] = [e['name'] for e in todo]
-		docs.append(doc)
-		if not booted(doc):
-			break
-		todo = [e for e in todo if not all(first_try(docs, fn) for fn in want[e['name']])]
-		if not todo:
-			break
+	plain = nsboot_run(ns, scratch, syms, os.path.join(cache_root(), 'boottest-baseline.json'))
+	plain['_exercisers'] = []
+	docs: List[dict] = [plain]
+	if not booted(plain):
+		return exs, docs
+	for e in exs:
+		fns = [fn for t in ps + ros if mine(t, [e]) for fn in functions_of(t, tests).values()]
+		script = wrapper_script(os.path.join(cache_root(), 'boottest-exercise-%s.sh' % e['name']), [e])
+		runs: List[dict] = []
+		for n in range(1, MAX_TRIES + 1):
+			log('baseline boot %d of at most %d with the exerciser %s' % (n, MAX_TRIES, e['name']))
+			doc = nsboot_run(ns, scratch, syms, os.path.join(cache_root(), 'boottest-baseline.json'), script,
+					 programs=e['programs'])
+			doc['_exercisers'] = [e['name']]
+			runs.append(doc)
+			if all(first_try(runs, fn) for fn in fns):
+				break
+		docs += runs
 	return exs, docs
 
 
@@ -603,7 +611,13 @@ def judge_patched(rec: dict, p: dict, base_docs: List[dict], docs: List[dict], e
 		known += [x for x in k if x not in known]
 	boot_ok = all(booted(d) for d in docs) and not new
 	per_fp: Dict[str, dict] = {}
-	exm = mine(p, exs)
+	exm = [e for e in mine(p, exs) if e['patched']]
+	for e in mine(p, exs):
+		if not e['patched'] and boot_ok:
+			for fp, fn in functions_of(p, tests).items():
+				ev = finding_evidence(fn, e['name'], base_docs, None)
+				ev['evidence'] += '; not exercised with the patch: ' + e['not_patched']
+				per_fp[fp] = ev
 	if exm and boot_ok:
 		for fp, fn in functions_of(p, tests).items():
 			per_fp[fp] = finding_evidence(fn, exm[0]['name'], base_docs, docs)
@@ -638,7 +652,7 @@ def try_patch(rec: dict, ns, scratch: str, paths: List[str], syms: List[str], p:
 			return {} if revert(scratch, done) else None
 		done.append(path)
 	rec['applied_after'] = [os.path.basename(x) for x in paths[:-1]]
-	exm = mine(p, exs)
+	exm = [e for e in mine(p, exs) if e['patched']]
 	script, programs, tries = '', [], 1
 	if exm:
 		script = wrapper_script(os.path.join(cache_root(), 'boottest-exercise-patch.sh'), exm)
