@@ -1,0 +1,27 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# exercises: net/wireless/core.c
+# needs: CONFIG_CFG80211 CONFIG_MAC80211 CONFIG_MAC80211_HWSIM CONFIG_DEBUG_FS CONFIG_INET
+# program: wiphy_unregister.c
+#
+# wiphy_unregister() waits for rdev->opencount == 0 with a condition that
+# takes the wiphy mutex.  The wait sleeps only if an interface of the wiphy
+# is open when the unregistration starts; mac80211 closes and removes all of
+# them just before, so the program races nl80211 NEW_INTERFACE + IFF_UP
+# against HWSIM_CMD_DEL_RADIO (see wiphy_unregister.c).
+# Prints one KTAP line; exit 0 when a deletion was seen blocked until the
+# interface was closed.
+if [ ! -d /sys/class/ieee80211 ]; then
+	echo "ok 1 wiphy_unregister # SKIP no /sys/class/ieee80211"
+	exit 0
+fi
+echo 1 > /sys/kernel/debug/clear_warn_once 2>/dev/null
+wiphy_unregister 100000 ${WIPHY_UNREG_SECONDS:-240}
+rc=$?
+dmesg | grep -E 'do not call blocking|wdev_list|WARNING' | head -5 | sed 's/^/# /'
+if [ $rc -eq 0 ]; then
+	echo "ok 1 wiphy_unregister"
+	exit 0
+fi
+echo "not ok 1 wiphy_unregister # no deletion blocked on an open interface (exit $rc)"
+exit 1
