@@ -10,7 +10,7 @@
 # them just before, so the program races nl80211 NEW_INTERFACE + IFF_UP
 # against HWSIM_CMD_DEL_RADIO (see wiphy_unregister.c).
 # Prints one KTAP line; exit 0 when a deletion was seen blocked until the
-# interface was closed.
+# interface was deleted.
 if [ ! -d /sys/class/ieee80211 ]; then
 	echo "ok 1 wiphy_unregister # SKIP no /sys/class/ieee80211"
 	exit 0

@@ -1,0 +1,27 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# exercises: net/ieee802154/core.c
+# needs: CONFIG_IEEE802154 CONFIG_MAC802154 CONFIG_IEEE802154_HWSIM CONFIG_DEBUG_FS CONFIG_INET
+# program: wpan_phy_unregister.c
+#
+# wpan_phy_unregister() waits for rdev->opencount == 0 with a condition that
+# takes RTNL.  The wait sleeps only if an interface of the phy is open when
+# the unregistration starts; mac802154 closes and removes all of them just
+# before, so the program races nl802154 NEW_INTERFACE + IFF_UP against an
+# unbind of the mac802154_hwsim platform driver (see wpan_phy_unregister.c).
+# Prints one KTAP line; exit 0 when an unbind was seen blocked until the
+# interface was deleted.
+if [ ! -d /sys/class/ieee802154 ]; then
+	echo "ok 1 wpan_phy_unregister # SKIP no /sys/class/ieee802154"
+	exit 0
+fi
+echo 1 > /sys/kernel/debug/clear_warn_once 2>/dev/null
+wpan_phy_unregister 100000 ${WPAN_UNREG_SECONDS:-240}
+rc=$?
+dmesg | grep -E 'do not call blocking|wdev_list|WARNING' | head -5 | sed 's/^/# /'
+if [ $rc -eq 0 ]; then
+	echo "ok 1 wpan_phy_unregister"
+	exit 0
+fi
+echo "not ok 1 wpan_phy_unregister # no unbind blocked on an open interface (exit $rc)"
+exit 1
