@@ -7,8 +7,9 @@
 # wiphy_unregister() waits for rdev->opencount == 0 with a condition that
 # takes the wiphy mutex.  The wait sleeps only if an interface of the wiphy
 # is open when the unregistration starts; mac80211 closes and removes all of
-# them just before, so the program races nl80211 NEW_INTERFACE + IFF_UP
-# against HWSIM_CMD_DEL_RADIO (see wiphy_unregister.c).
+# them just before, so the program creates and brings up a new interface
+# (nl80211 NEW_INTERFACE, IFF_UP) as soon as HWSIM_CMD_DEL_RADIO has
+# removed the old ones (see wiphy_unregister.c and unreg_race.h).
 # Prints one KTAP line; exit 0 when a deletion was seen blocked until the
 # interface was deleted.
 if [ ! -d /sys/class/ieee80211 ]; then
@@ -16,7 +17,7 @@ if [ ! -d /sys/class/ieee80211 ]; then
 	exit 0
 fi
 echo 1 > /sys/kernel/debug/clear_warn_once 2>/dev/null
-wiphy_unregister 100000 ${WIPHY_UNREG_SECONDS:-240}
+wiphy_unregister 50 ${WIPHY_UNREG_SECONDS:-240}
 rc=$?
 dmesg | grep -E 'do not call blocking|wdev_list|WARNING' | head -5 | sed 's/^/# /'
 if [ $rc -eq 0 ]; then

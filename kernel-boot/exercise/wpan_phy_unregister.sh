@@ -16,7 +16,7 @@ if [ ! -d /sys/class/ieee802154 ]; then
 	exit 0
 fi
 echo 1 > /sys/kernel/debug/clear_warn_once 2>/dev/null
-wpan_phy_unregister 100000 ${WPAN_UNREG_SECONDS:-240}
+wpan_phy_unregister 50 ${WPAN_UNREG_SECONDS:-240}
 rc=$?
 dmesg | grep -E 'do not call blocking|wdev_list|WARNING' | head -5 | sed 's/^/# /'
 if [ $rc -eq 0 ]; then
