@@ -8,9 +8,9 @@
  * first closes and unregisters every interface of the phy under RTNL, then
  * drops RTNL (rtnl_unlock() then runs netdev_run_todo(): RCU waits, freeing)
  * and only later reads opencount in wiphy_unregister()/wpan_phy_unregister().
- * The holder thread waits for the RTM_DELLINK of an interface ("pre") that
- * it created on the phy beforehand: the removal is then under way with
- * RTNL held.  It at once asks for a new interface ("hold") on the same phy,
+ * The holder thread waits for the link event of an interface ("pre") of the
+ * phy, up beforehand, going down: the removal is then under way with RTNL
+ * held.  It at once asks for a new interface ("hold") on the same phy,
  * which blocks on RTNL and is created as soon as the removal drops it, and
  * brings it up (NETDEV_UP: opencount++).  If that happens before the
  * unregistration reads opencount, the unregistration waits; after WAIT_MS
@@ -159,6 +159,16 @@ static int set_up(int fd, const char *ifname, int up)
 	return 0;
 }
 
+/* IFF_UP on name: 0 or -errno */
+static int bring_up(const char *name)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int err = set_up(fd, name, 1);
+
+	close(fd);
+	return err;
+}
+
 static int read_int(const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -187,8 +197,11 @@ static int link_events(void)
 	return fd;
 }
 
-/* read link events until the RTM_DELLINK of name: 0, or -errno */
-static int wait_dellink(int fd, const char *name)
+/*
+ * Read link events until name goes down (RTM_NEWLINK without IFF_UP) or
+ * away (RTM_DELLINK): 0, or -errno.
+ */
+static int wait_down(int fd, const char *name)
 {
 	static char buf[32768];
 
@@ -203,7 +216,8 @@ static int wait_dellink(int fd, const char *name)
 			int alen = IFLA_PAYLOAD(h);
 			struct rtattr *a;
 
-			if (h->nlmsg_type != RTM_DELLINK)
+			if (h->nlmsg_type != RTM_DELLINK &&
+			    !(h->nlmsg_type == RTM_NEWLINK && !(ifi->ifi_flags & IFF_UP)))
 				continue;
 			for (a = IFLA_RTA(ifi); RTA_OK(a, alen); a = RTA_NEXT(a, alen))
 				if (a->rta_type == IFLA_IFNAME && !strcmp(RTA_DATA(a), name))
@@ -219,7 +233,7 @@ struct race {
 	int (*create)(const char *name);	/* 0 or -errno */
 	int (*destroy)(const char *name);
 	char pre[IFNAMSIZ], hold[IFNAMSIZ];
-	int events;			/* link_events(), opened before pre */
+	int events;			/* link_events(), opened once pre is up */
 	/* the removal, in the caller's thread */
 	volatile int removing, removed;
 	volatile double remove_start;
@@ -232,19 +246,18 @@ struct race {
 static void *holder(void *arg)
 {
 	struct race *r = arg;
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	double t;
 
 	r->blocked_ms = -1;
 	r->create_err = r->up_err = -EAGAIN;
-	if (wait_dellink(r->events, r->pre) < 0) {
-		printf("# no RTM_DELLINK for %s\n", r->pre);
+	if (wait_down(r->events, r->pre) < 0) {
+		printf("# no link event for %s going down\n", r->pre);
 		goto out;
 	}
 	r->create_err = r->create(r->hold);
 	if (r->create_err)
 		goto out;
-	r->up_err = set_up(fd, r->hold, 1);
+	r->up_err = bring_up(r->hold);
 	if (r->up_err)
 		goto out;
 	while (!r->removed && now_ms() - r->remove_start < WAIT_MS)
@@ -263,12 +276,11 @@ static void *holder(void *arg)
 	printf("# the removal returned %.0f ms after it started, %.0f ms after %s was deleted\n",
 	       r->blocked_ms, now_ms() - t, r->hold);
 out:
-	close(fd);
 	return NULL;
 }
 
 /*
- * One round: pre must exist on the phy; remove() removes the phy.  Returns
+ * One round: pre must be up on the phy; remove() removes the phy.  Returns
  * 1 when the removal waited until hold was deleted, -1 when hold was left
  * behind on the unregistered phy (stop: that is the race's other outcome),
  * 0 otherwise.

@@ -106,12 +106,17 @@ static void setup(struct race *r, int i)
 	r->destroy = destroy;
 	snprintf(r->pre, IFNAMSIZ, "wlsp%d", i);
 	snprintf(r->hold, IFNAMSIZ, "wlsi%d", i);
-	r->events = link_events();
 	err = create(r->pre);
 	if (err) {
 		fprintf(stderr, "wiphy_unregister: NL80211_CMD_NEW_INTERFACE %s: %s\n", r->pre, strerror(-err));
 		exit(2);
 	}
+	err = bring_up(r->pre);
+	if (err) {
+		fprintf(stderr, "wiphy_unregister: bringing %s up: %s\n", r->pre, strerror(-err));
+		exit(2);
+	}
+	r->events = link_events();
 }
 
 static int remove_radio(void)

@@ -130,12 +130,17 @@ static void setup(struct race *r, int i)
 	r->destroy = destroy;
 	snprintf(r->pre, IFNAMSIZ, "wpsp%d", i);
 	snprintf(r->hold, IFNAMSIZ, "wpsi%d", i);
-	r->events = link_events();
 	err = create(r->pre);
 	if (err) {
 		fprintf(stderr, "wpan_phy_unregister: NL802154_CMD_NEW_INTERFACE %s: %s\n", r->pre, strerror(-err));
 		exit(2);
 	}
+	err = bring_up(r->pre);
+	if (err) {
+		fprintf(stderr, "wpan_phy_unregister: bringing %s up: %s\n", r->pre, strerror(-err));
+		exit(2);
+	}
+	r->events = link_events();
 }
 
 static int unbind(void)
