@@ -37,6 +37,8 @@
 #define NL802154_ATTR_WPAN_PHY 1
 #define NL802154_ATTR_IFINDEX 3
 #define NL802154_ATTR_IFNAME 4
+#define NL802154_ATTR_IFTYPE 5
+#define NL802154_IFTYPE_NODE 0
 
 #define DRV "/sys/bus/platform/drivers/mac802154_hwsim"
 #define DEV "mac802154_hwsim"
@@ -53,6 +55,7 @@ static int create(const char *name)
 	m.n.nlmsg_seq = 1;
 	put_u32(&m, NL802154_ATTR_WPAN_PHY, phy_idx);
 	put_str(&m, NL802154_ATTR_IFNAME, name);
+	put_u32(&m, NL802154_ATTR_IFTYPE, NL802154_IFTYPE_NODE);
 	err = talk(fd, &m, NULL);
 	close(fd);
 	return err;
