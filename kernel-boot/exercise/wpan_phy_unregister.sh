@@ -8,7 +8,15 @@
 # takes RTNL.  The wait sleeps only if an interface of the phy is open when
 # the unregistration starts; mac802154 closes and removes all of them just
 # before, so the program races nl802154 NEW_INTERFACE + IFF_UP against an
-# unbind of the mac802154_hwsim platform driver (see wpan_phy_unregister.c).
+# unbind of the mac802154_hwsim platform driver (see wpan_phy_unregister.c
+# and unreg_race.h).  This is a race that is a bug of its own: mac802154
+# accepts NEW_INTERFACE on a phy whose ieee802154_unregister_hw() is past
+# ieee802154_remove_interfaces() and destroy_workqueue(): closing the held
+# interface flushes the destroyed workqueue (lockdep: bad unlock balance in
+# __flush_workqueue), and an interface that comes after the wait read
+# opencount is left on the phy (WARNING at net/ieee802154/core.c
+# WARN_ON(!list_empty(&rdev->wpan_dev_list)), then kernel BUG at
+# net/mac802154/main.c in ieee802154_free_hw(): panic).
 # Prints one KTAP line; exit 0 when an unbind was seen blocked until the
 # interface was deleted.
 if [ ! -d /sys/class/ieee802154 ]; then
