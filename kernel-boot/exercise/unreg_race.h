@@ -134,6 +134,30 @@ static int family_id(int fd, const char *name)
 	return -1;
 }
 
+/*
+ * A one-shot request of a family's NEW_INTERFACE/DEL_INTERFACE style:
+ * u32 id (phy or ifindex), then, if name_attr, the name and u32 type.
+ * Returns 0 or -errno.
+ */
+static int genl_iface(int family, int cmd, int id_attr, uint32_t id,
+		      int name_attr, const char *name, int type_attr, uint32_t type)
+{
+	int fd = nl_open();
+	struct msg m;
+	int err;
+
+	msg_init(&m, family, cmd);
+	m.n.nlmsg_seq = 1;
+	put_u32(&m, id_attr, id);
+	if (name_attr) {
+		put_str(&m, name_attr, name);
+		put_u32(&m, type_attr, type);
+	}
+	err = talk(fd, &m, NULL);
+	close(fd);
+	return err;
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;

@@ -56,33 +56,15 @@ static int hwsim_cmd(int cmd, int id, const char *name)
 
 static int create(const char *name)
 {
-	int fd = nl_open();
-	struct msg m;
-	int err;
-
-	msg_init(&m, nl80211_id, NL80211_CMD_NEW_INTERFACE);
-	m.n.nlmsg_seq = 1;
-	put_u32(&m, NL80211_ATTR_WIPHY, wiphy_idx);
-	put_str(&m, NL80211_ATTR_IFNAME, name);
-	put_u32(&m, NL80211_ATTR_IFTYPE, NL80211_IFTYPE_STATION);
-	err = talk(fd, &m, NULL);
-	close(fd);
-	return err;
+	return genl_iface(nl80211_id, NL80211_CMD_NEW_INTERFACE, NL80211_ATTR_WIPHY, wiphy_idx,
+			  NL80211_ATTR_IFNAME, name, NL80211_ATTR_IFTYPE, NL80211_IFTYPE_STATION);
 }
 
 /* NL80211_CMD_DEL_INTERFACE: closes (NETDEV_DOWN wakes dev_wait), unregisters */
 static int destroy(const char *name)
 {
-	int fd = nl_open();
-	struct msg m;
-	int err;
-
-	msg_init(&m, nl80211_id, NL80211_CMD_DEL_INTERFACE);
-	m.n.nlmsg_seq = 1;
-	put_u32(&m, NL80211_ATTR_IFINDEX, if_nametoindex(name));
-	err = talk(fd, &m, NULL);
-	close(fd);
-	return err;
+	return genl_iface(nl80211_id, NL80211_CMD_DEL_INTERFACE, NL80211_ATTR_IFINDEX,
+			  if_nametoindex(name), 0, NULL, 0, 0);
 }
 
 static void setup(struct race *r, int i)

@@ -47,33 +47,15 @@ static int nl802154_id, phy_idx;
 
 static int create(const char *name)
 {
-	int fd = nl_open();
-	struct msg m;
-	int err;
-
-	msg_init(&m, nl802154_id, NL802154_CMD_NEW_INTERFACE);
-	m.n.nlmsg_seq = 1;
-	put_u32(&m, NL802154_ATTR_WPAN_PHY, phy_idx);
-	put_str(&m, NL802154_ATTR_IFNAME, name);
-	put_u32(&m, NL802154_ATTR_IFTYPE, NL802154_IFTYPE_NODE);
-	err = talk(fd, &m, NULL);
-	close(fd);
-	return err;
+	return genl_iface(nl802154_id, NL802154_CMD_NEW_INTERFACE, NL802154_ATTR_WPAN_PHY, phy_idx,
+			  NL802154_ATTR_IFNAME, name, NL802154_ATTR_IFTYPE, NL802154_IFTYPE_NODE);
 }
 
 /* NL802154_CMD_DEL_INTERFACE: closes (NETDEV_DOWN wakes dev_wait), unregisters */
 static int destroy(const char *name)
 {
-	int fd = nl_open();
-	struct msg m;
-	int err;
-
-	msg_init(&m, nl802154_id, NL802154_CMD_DEL_INTERFACE);
-	m.n.nlmsg_seq = 1;
-	put_u32(&m, NL802154_ATTR_IFINDEX, if_nametoindex(name));
-	err = talk(fd, &m, NULL);
-	close(fd);
-	return err;
+	return genl_iface(nl802154_id, NL802154_CMD_DEL_INTERFACE, NL802154_ATTR_IFINDEX,
+			  if_nametoindex(name), 0, NULL, 0, 0);
 }
 
 static int write_str(const char *path, const char *s)
