@@ -259,7 +259,7 @@ struct race {
 	char pre[IFNAMSIZ], hold[IFNAMSIZ];
 	int events;			/* link_events(), opened once pre is up */
 	/* the removal, in the caller's thread */
-	volatile int removed, stop_open;
+	volatile int removed;
 	volatile double remove_start;
 	/* results */
 	int create_err;			/* of hold */
@@ -267,27 +267,9 @@ struct race {
 	double blocked_ms;		/* -1: the removal did not wait on hold */
 };
 
-/*
- * Bring hold up as soon as it exists: SIOCGIFFLAGS finds it without RTNL
- * once NEW_INTERFACE has registered it, so SIOCSIFFLAGS queues on RTNL
- * while NEW_INTERFACE still holds it.
- */
-static void *opener(void *arg)
-{
-	struct race *r = arg;
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-	do
-		r->up_err = set_up(fd, r->hold, 1);
-	while (r->up_err == -ENODEV && !r->stop_open);
-	close(fd);
-	return NULL;
-}
-
 static void *holder(void *arg)
 {
 	struct race *r = arg;
-	pthread_t th;
 	double t;
 
 	r->blocked_ms = -1;
@@ -296,13 +278,11 @@ static void *holder(void *arg)
 		printf("# no link event for %s going down\n", r->pre);
 		goto out;
 	}
-	r->stop_open = 0;
-	pthread_create(&th, NULL, opener, r);
 	r->create_err = r->create(r->hold);
 	if (r->create_err)
-		r->stop_open = 1;
-	pthread_join(th, NULL);
-	if (r->create_err || r->up_err)
+		goto out;
+	r->up_err = bring_up(r->hold);
+	if (r->up_err)
 		goto out;
 	while (!r->removed && now_ms() - r->remove_start < WAIT_MS)
 		usleep(1000);
