@@ -640,6 +640,12 @@ class BoottestTest(unittest.TestCase):
 		self.assertEqual(known, ['do not call blocking ops in a_writable'])
 		self.assertEqual(new, ['WARNING in b_probe', 'do not call blocking ops in c_cond'])
 
+	def test_patched_no_header(self) -> None:
+		ex = {e['name']: e for e in self.bt.exercisers()}
+		self.assertTrue(ex['hpet']['patched'])
+		self.assertFalse(ex['wpan_phy_unregister']['patched'])
+		self.assertIn('destroyed workqueue', ex['wpan_phy_unregister']['not_patched'])
+
 	def test_program_header(self) -> None:
 		ex = {e['name']: e for e in self.bt.exercisers()}
 		for name, e in ex.items():

@@ -508,7 +508,10 @@ def build_exercise_bin(src: str, build_dir: str) -> Tuple[str, str]:
 	out_dir = os.path.join(build_dir, 'exercise-bin')
 	os.makedirs(out_dir, exist_ok=True)
 	out = os.path.join(out_dir, name)
-	if not (os.path.isfile(out) and os.path.getmtime(out) >= os.path.getmtime(src)):
+	# the program and the headers beside it (a header shared by two programs)
+	deps = [src] + [os.path.join(os.path.dirname(src), h) for h in os.listdir(os.path.dirname(src) or '.')
+			if h.endswith('.h')]
+	if not (os.path.isfile(out) and os.path.getmtime(out) >= max(os.path.getmtime(d) for d in deps)):
 		cmd = ['gcc', '-static', '-O2', '-Wall', '-Werror', '-pthread', '-o', out + '.tmp', src]
 		rv = subprocess.run(cmd, capture_output=True, text=True)
 		if rv.returncode != 0:
