@@ -190,6 +190,8 @@ class GoldenStatusTest(unittest.TestCase):
 		('derived_ownqueue_rmmod_stuck.log', Status.TEST_FAILURE,
 		 '1 failed, 0 crashed: rmmod_rfcomm; init reported rc=1'),
 		('real_hpet_before_tcg.log', Status.SPLAT, '1 unexpected splat(s): 1x do not call blocking ops in hpet_read'),
+		('real_acpi_dbg_before_tcg.log', Status.SPLAT,
+		 '12 unexpected splat(s): 8x do not call blocking ops in acpi_aml_kern_readable'),
 		('real_sctp_before_tcg.log', Status.SPLAT,
 		 '1 unexpected splat(s): 1x do not call blocking ops in mem_cgroup_out_of_memory'),
 	)
@@ -234,6 +236,24 @@ class ExerciserLogTest(unittest.TestCase):
 		ev = self.bt.finding_evidence('hpet_read', 'hpet', [d], None)
 		self.assertTrue(ev['reproduced'])
 		self.assertEqual(ev['baseline_tries'], 1)
+
+	def test_two_waits_of_one_function(self) -> None:
+		"""acpi_aml_release() waits twice: on !acpi_aml_busy() (line 550) and on
+		!acpi_aml_used() (line 558).  A splat through acpi_aml_busy() is the
+		first wait's only."""
+		d = self.doc('real_acpi_dbg_before_tcg.log', 'acpi_dbg')
+		self.bt.WAITS.clear()
+		self.bt.SITES.clear()
+		self.bt.WAITS.update(self.bt.load_waits('linux-6.1.192'))
+		busy, used = 'a91653ae05f79df0', '7bfbfecf6a5ed160'
+		self.assertEqual(self.bt.SITES[busy]['hops'], ['acpi_aml_busy'])
+		self.assertEqual(self.bt.hits(d, 'acpi_aml_release', busy), ['do not call blocking ops in acpi_aml_busy'])
+		self.assertEqual(self.bt.hits(d, 'acpi_aml_release', used), [])
+		self.assertTrue(self.bt.finding_evidence('acpi_aml_release', 'acpi_dbg', [d], None, busy)['reproduced'])
+		self.assertFalse(self.bt.finding_evidence('acpi_aml_release', 'acpi_dbg', [d], None, used)['reproduced'])
+		for fn in ('acpi_aml_read_cmd', 'acpi_aml_read', 'acpi_aml_write_log', 'acpi_aml_write'):
+			self.assertTrue(self.bt.hits(d, fn), fn)
+		self.bt.SITES.clear()
 
 	def test_inlined_wait_needs_its_chain(self) -> None:
 		"""sctp_wait_for_sndbuf() is inlined into sctp_sendmsg_to_asoc(): the

@@ -127,11 +127,31 @@ def set_at(s: dict) -> str:
 	return (s.get('set_at') or '').split('+')[0]
 
 
-def through_wait(s: dict, fn: str) -> bool:
+# fingerprint -> {'function', 'hops'}: tells apart two waits of one function
+# (acpi_aml_release() waits on !acpi_aml_busy() and then on !acpi_aml_used())
+SITES: Dict[str, dict] = {}
+
+
+def through_wait(s: dict, fn: str, fp: str = '') -> bool:
 	"""A nested-sleep splat of the wait in fn: its call trace runs through
 	fn, or fn set the state itself; or, when fn was inlined into its caller,
 	the state was set by fn's wait primitive and the trace holds the call
-	that fn's sleeping chain starts with."""
+	that fn's sleeping chain starts with.  With fp, a splat whose trace holds
+	the first call of another wait of fn, and none of fp's, is that other
+	wait's."""
+	if not _through_fn(s, fn):
+		return False
+	if fp and fp in SITES:
+		frames = set(s.get('frames', []))
+		if frames & set(SITES[fp]['hops']):
+			return True
+		others = [x for k, x in SITES.items() if k != fp and x['function'] == fn]
+		if any(frames & set(x['hops']) for x in others):
+			return False
+	return True
+
+
+def _through_fn(s: dict, fn: str) -> bool:
 	if through(s, {fn}) or (s.get('kind') == 'blocking_ops' and set_at(s) == fn):
 		return True
 	w = WAITS.get(fn)
@@ -143,7 +163,8 @@ def through_wait(s: dict, fn: str) -> bool:
 
 
 def load_waits(tree_id: str, top: str = os.path.dirname(HARNESS)) -> Dict[str, dict]:
-	"""WAITS for one tree, from reports/<tree id>/findings.json, if there is one."""
+	"""WAITS for one tree, from reports/<tree id>/findings.json, if there is
+	one; SITES is filled from the same file."""
 	path = os.path.join(top, 'reports', tree_id or '-', 'findings.json')
 	out: Dict[str, dict] = {}
 	if os.path.isfile(path):
@@ -151,6 +172,7 @@ def load_waits(tree_id: str, top: str = os.path.dirname(HARNESS)) -> Dict[str, d
 			for r in json.load(f).get('findings', []):
 				hops = [p['chain'][0] for p in r.get('paths') or [r] if p.get('chain')]
 				out.setdefault(r['function'], {'primitive': r.get('primitive', ''), 'hops': hops})
+				SITES[r['fingerprint']] = {'function': r['function'], 'hops': hops}
 	return out
 
 
@@ -158,9 +180,9 @@ def splat_titles(doc: dict) -> List[str]:
 	return sorted(set(s.get('title', '') for s in splats(doc)))
 
 
-def hits(doc: dict, fn: str) -> List[str]:
+def hits(doc: dict, fn: str, fp: str = '') -> List[str]:
 	"""Titles of the nested-sleep splats of the wait in fn (through_wait())."""
-	return sorted(set(s.get('title', '') for s in splats(doc) if through_wait(s, fn)))
+	return sorted(set(s.get('title', '') for s in splats(doc) if through_wait(s, fn, fp)))
 
 
 def new_splats(base: dict, doc: dict, known_fns: set) -> Tuple[List[str], List[str]]:
@@ -426,18 +448,18 @@ def mine(p: dict, exs: List[dict]) -> List[dict]:
 	return [e for e in exs if set(target_files(p)) & set(e['files'])]
 
 
-def first_try(docs: List[dict], fn: str) -> int:
-	"""The number of the first boot whose nested-sleep splat runs through fn; 0 if none."""
+def first_try(docs: List[dict], fn: str, fp: str = '') -> int:
+	"""The number of the first boot whose nested-sleep splat is the wait's; 0 if none."""
 	for i, d in enumerate(docs, 1):
-		if hits(d, fn):
+		if hits(d, fn, fp):
 			return i
 	return 0
 
 
-def splat_through(docs: List[dict], fn: str) -> Optional[dict]:
+def splat_through(docs: List[dict], fn: str, fp: str = '') -> Optional[dict]:
 	for d in docs:
 		for s in splats(d):
-			if through_wait(s, fn):
+			if through_wait(s, fn, fp):
 				return s
 	return None
 
@@ -456,7 +478,8 @@ def merged(docs: List[dict]) -> dict:
 	return {'boot': {'splats': [s for d in docs for s in splats(d)]}}
 
 
-def finding_evidence(fn: str, ex: str, base_docs: List[dict], patched_docs: Optional[List[dict]]) -> dict:
+def finding_evidence(fn: str, ex: str, base_docs: List[dict], patched_docs: Optional[List[dict]],
+		     fp: str = '') -> dict:
 	"""What the exerciser ex showed for the wait in fn: in the unpatched
 	boots (base_docs, in order) and, if the finding has a patch, in the
 	patched boots.  'reproduced': an unpatched boot printed a nested-sleep
@@ -464,11 +487,11 @@ def finding_evidence(fn: str, ex: str, base_docs: List[dict], patched_docs: Opti
 	boot ran the exerciser to success (the exerciser checks that the wait
 	ran and slept) and none printed it."""
 	runs = [d for d in base_docs if ex in d.get('_exercisers', [ex])]
-	bt = first_try(runs, fn)
+	bt = first_try(runs, fn, fp)
 	ev: dict = {'function': fn, 'exerciser': 'kernel-boot/exercise/%s.sh' % ex,
 		    'baseline_tries': bt or len(runs), 'reproduced': bool(bt),
-		    'baseline_hits': sorted(set(h for d in runs for h in hits(d, fn)))}
-	sp = splat_through(runs, fn)
+		    'baseline_hits': sorted(set(h for d in runs for h in hits(d, fn, fp)))}
+	sp = splat_through(runs, fn, fp)
 	if sp:
 		ev['splat'] = sp.get('trimmed') or [sp.get('message') or sp.get('title', '')]
 	if patched_docs is None:
@@ -477,7 +500,7 @@ def finding_evidence(fn: str, ex: str, base_docs: List[dict], patched_docs: Opti
 		return ev
 	res = [ex_result(d, ex) for d in patched_docs]
 	ran = bool(res) and all(r is not None and r.get('status') == 'SUCCESS' for r in res)
-	after = sorted(set(h for d in patched_docs for h in hits(d, fn)))
+	after = sorted(set(h for d in patched_docs for h in hits(d, fn, fp)))
 	ev.update(patched_tries=len(patched_docs), patched_hits=after, exercised=ran,
 		  warning_gone=bool(bt) and ran and not after)
 	last = res[-1] if res and res[-1] else {}
@@ -510,7 +533,7 @@ def boot_baseline(ns, scratch: str, label: str, syms: List[str], ps: List[dict],
 	if not booted(plain):
 		return exs, docs
 	for e in exs:
-		fns = [fn for t in ps + ros if mine(t, [e]) for fn in functions_of(t, tests).values()]
+		fns = [(fp, fn) for t in ps + ros if mine(t, [e]) for fp, fn in functions_of(t, tests).items()]
 		script = wrapper_script(os.path.join(cache_root(), 'boottest-exercise-%s.sh' % e['name']), [e])
 		runs: List[dict] = []
 		for n in range(1, MAX_TRIES + 1):
@@ -519,7 +542,7 @@ def boot_baseline(ns, scratch: str, label: str, syms: List[str], ps: List[dict],
 					 programs=e['programs'])
 			doc['_exercisers'] = [e['name']]
 			runs.append(doc)
-			if all(first_try(runs, fn) for fn in fns):
+			if all(first_try(runs, fn, fp) for fp, fn in fns):
 				break
 		docs += runs
 	return exs, docs
@@ -615,12 +638,12 @@ def judge_patched(rec: dict, p: dict, base_docs: List[dict], docs: List[dict], e
 	for e in mine(p, exs):
 		if not e['patched'] and boot_ok:
 			for fp, fn in functions_of(p, tests).items():
-				ev = finding_evidence(fn, e['name'], base_docs, None)
+				ev = finding_evidence(fn, e['name'], base_docs, None, fp)
 				ev['evidence'] += '; not exercised with the patch: ' + e['not_patched']
 				per_fp[fp] = ev
 	if exm and boot_ok:
 		for fp, fn in functions_of(p, tests).items():
-			per_fp[fp] = finding_evidence(fn, exm[0]['name'], base_docs, docs)
+			per_fp[fp] = finding_evidence(fn, exm[0]['name'], base_docs, docs, fp)
 		if any(ev.get('patched_hits') for ev in per_fp.values()):
 			boot_ok = False
 		rec['note'] = 'exercised from the initramfs (%s): %s' % (', '.join(
@@ -659,7 +682,7 @@ def try_patch(rec: dict, ns, scratch: str, paths: List[str], syms: List[str], p:
 		programs = [x for e in exm for x in e['programs']]
 		runs = [d for d in base_docs if any(e['name'] in d.get('_exercisers', []) for e in exm)]
 		# the same number of tries as the unpatched kernel needed
-		tries = max([first_try(runs, fn) for fn in functions_of(p, tests).values()] + [1])
+		tries = max([first_try(runs, fn, fp) for fp, fn in functions_of(p, tests).items()] + [1])
 	docs = boot_patched(ns, scratch, paths, syms, script, programs, tries)
 	if docs is None:
 		return None
@@ -671,7 +694,7 @@ def reproduce_only(results: Dict[str, dict], t: dict, exs: List[dict], docs: Lis
 	"""The record of a finding with no patch: what the unpatched boots showed."""
 	exm = mine(t, exs)
 	for fp, fn in functions_of(t, tests).items():
-		ev = finding_evidence(fn, exm[0]['name'], docs, None)
+		ev = finding_evidence(fn, exm[0]['name'], docs, None, fp)
 		results[fp] = dict(ev, status='no patch', build='not run', boot='ok' if booted(docs[0]) else 'failed',
 				   note='no patch: %s' % ev['evidence'])
 		log('%s (no patch): %s' % (t['unit'], ev['evidence']))
@@ -702,6 +725,7 @@ def main(ns) -> int:
 			return 2
 	tests = man.get('tests', {})
 	WAITS.clear()
+	SITES.clear()
 	WAITS.update(load_waits(man.get('tree', '')))
 	t0 = time.monotonic()
 	# kernel builds use both cores: one at a time, with the other
