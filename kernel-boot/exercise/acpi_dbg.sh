@@ -14,12 +14,12 @@
 # acpi_aml_write_log() (output ring full), acpi_aml_write() (input ring
 # full while the thread is stuck on the output ring) and acpi_aml_release()
 # (the reader closed while the thread runs queued commands; a race, retried
-# up to 60 times).  In 6.1 each wait tests a condition that takes
+# up to 100 times).  In 6.1 each wait tests a condition that takes
 # acpi_aml_io.lock (mutex_lock() in TASK_(UN)INTERRUPTIBLE).  The warning is
 # a WARN_ONCE for the whole kernel: acpi_dbg clears it before each phase.
 # Prints one KTAP line; exit status 0 when the read and the write blocked
 # and then completed.
-acpi_dbg 60
+acpi_dbg 100
 st=$?
 if [ $st -eq 77 ]; then
 	echo "ok 1 acpi_dbg # SKIP /sys/kernel/debug/acpi/acpidbg does not exist"
