@@ -115,6 +115,26 @@ static char aml_state(void)
 	return st;
 }
 
+/*
+ * Wait (up to 5 s) until the aml thread has slept (state S: an
+ * interruptible wait of acpi_dbg.c) at two polls 50 ms apart; the state
+ * it ended in, for the log.
+ */
+static char aml_settle(void)
+{
+	char st = '?', last = '?';
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		msleep(50);
+		st = aml_state();
+		if (st == 'S' && last == 'S')
+			break;
+		last = st;
+	}
+	return st;
+}
+
 static int open_dbg(void)
 {
 	rfd = open(DBG, O_RDONLY);	/* the reader starts the debugger */
@@ -273,14 +293,12 @@ static void phase_write_log(void)
 	drain();
 	if (write(wfd, nl, 2000) != 2000)
 		printf("# write of 2000 commands: %s\n", strerror(errno));
-	msleep(500);
-	printf("# write_log: 2000 queued commands, output unread: aml thread state %c after 500 ms\n",
-	       aml_state());
+	printf("# write_log: 2000 queued commands, output unread: aml thread state %c\n",
+	       aml_settle());
 	clear_warn_once();
 	n = read(rfd, buf, sizeof(buf));	/* room for 100 prompts: wakes it */
-	msleep(300);
-	printf("# write_log: read %zd bytes, aml thread state %c 300 ms later\n",
-	       n, aml_state());
+	printf("# write_log: read %zd bytes, then aml thread state %c\n",
+	       n, aml_settle());
 	report("acpi_aml_write_log", before);
 }
 
@@ -299,7 +317,7 @@ static int phase_write(void)
 	set_nonblock(wfd, 0);
 	printf("# write: input ring filled with %ld more bytes (O_NONBLOCK until %s)\n",
 	       queued, strerror(errno));
-	msleep(300);
+	aml_settle();
 	clear_warn_once();
 	if (start(&t, writer, &io))
 		return -1;
@@ -366,9 +384,8 @@ int main(int argc, char **argv)
 	clear_warn_once();
 	if (open_dbg())
 		return 1;
-	msleep(500);
 	printf("# read_cmd: debugger started, no command: aml thread state %c\n",
-	       aml_state());
+	       aml_settle());
 	report("acpi_aml_read_cmd", before);
 	if (phase_read())
 		ok = 0;
