@@ -31,10 +31,15 @@
  *                the reader is closed at varying delays meanwhile.  That
  *                races, so it is retried, up to argv[1] (100) times, until
  *                the kernel warned in acpi_aml_release() or three closes
- *                were fast: when the busy wait sleeps, only the thread's
- *                exit (wake_up()) ends it, and the close returns within
- *                some 30 ms; otherwise acpi_terminate_debugger() polls the
- *                thread in 100 ms steps and the close takes over 100 ms.
+ *                were fast: when the busy wait sleeps (uninterruptible),
+ *                the ring operations' wake_up_interruptible() does not
+ *                wake it, only the thread's exit (wake_up()) does, so the
+ *                close returns within some 30 ms; otherwise
+ *                acpi_terminate_debugger() polls the thread in 100 ms
+ *                steps and the close takes over 100 ms.  The second wait
+ *                (!acpi_aml_used()) only waits between the thread's
+ *                acpi_gbl_db_threads_terminated = TRUE and its usages--,
+ *                a few instructions; nothing here aims at it.
  *                The kernel log is read only to stop early and to say, per
  *                phase, whether the kernel warned.
  *
