@@ -39,8 +39,7 @@
  *                100 ms steps and the close takes over 100 ms.  The
  *                second wait (!acpi_aml_used()) only waits between the
  *                thread's acpi_gbl_db_threads_terminated = TRUE and its
- *                usages--,
- *                a few instructions; nothing here aims at it.
+ *                usages--, a few instructions; nothing here aims at it.
  *                The kernel log is read only to stop early and to say, per
  *                phase, whether the kernel warned.
  *
