@@ -727,13 +727,13 @@ def main(ns) -> int:
 	WAITS.clear()
 	SITES.clear()
 	WAITS.update(load_waits(man.get('tree', '')))
-	t0 = time.monotonic()
 	# kernel builds use both cores: one at a time, with the other
 	# kernel-building checks of this project (scripts/dev/check_compile.py);
 	# lockf stays open, and the lock held, until main returns
 	lock_path = kbuild_lock_path()
 	lockf = open(lock_path, 'w')
 	take_lock(lockf, lock_path)
+	t0 = time.monotonic()	# the wall time of the run, without the wait for the lock
 	scratch = os.path.join(cache_root(), 'boottest-tree')
 	err = make_scratch(kdir, scratch)
 	if err:
