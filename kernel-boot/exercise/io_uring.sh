@@ -12,17 +12,19 @@
 # io_uring_enter(GETEVENTS) with a zero timeout again and again, against
 # batches of NOPs that overflow the CQ; it stops when the warning comes or
 # after 30 s, then checks that a wait for a CQE sleeps until it comes.
-# The upstream fix ("io_uring: finish waiting before flushing overflow
-# entries", in 6.12) finishes the wait before the flush.
+# 6.1 only: upstream 52ea806ad983 ("io_uring: finish waiting before
+# flushing overflow entries", in 6.12) sets TASK_RUNNING before the flush,
+# so 6.12 runs the same race without the warning.
 # Prints one KTAP line; exit status 0 when the program drove the waits.
-if ! grep -q io_uring_setup /proc/kallsyms 2>/dev/null; then
-	echo "# io_uring_setup not in /proc/kallsyms; trying anyway"
-fi
 echo 1 > /sys/kernel/debug/clear_warn_once 2>/dev/null
 io_uring -t 30
 rc=$?
 if [ $rc -eq 0 ]; then
 	echo "ok 1 io_uring"
+	exit 0
+fi
+if [ $rc -eq 77 ]; then
+	echo "ok 1 io_uring # SKIP io_uring_setup() is not implemented"
 	exit 0
 fi
 echo "not ok 1 io_uring # the io_uring program failed (exit $rc)"
