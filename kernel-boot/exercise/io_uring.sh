@@ -10,14 +10,16 @@
 # io_cqring_overflow_flush(), which takes ctx->uring_lock (mutex_lock).
 # The io_uring program (io_uring.c) races a waiter, which calls
 # io_uring_enter(GETEVENTS) with a zero timeout again and again, against
-# batches of NOPs that overflow the CQ; it stops when the warning comes or
-# after 30 s, then checks that a wait for a CQE sleeps until it comes.
+# batches of NOPs that overflow the CQ (each batch after a random busy wait
+# of 0-100 us, so that it starts at a random point of the waiter's loop);
+# it stops when the warning comes or after 30 s, then checks that a wait
+# for a CQE sleeps until it comes (a 200 ms blocking io_uring_enter()).
 # 6.1 only: upstream 52ea806ad983 ("io_uring: finish waiting before
 # flushing overflow entries", in 6.12) sets TASK_RUNNING before the flush,
 # so 6.12 runs the same race without the warning.
 # Prints one KTAP line; exit status 0 when the program drove the waits.
 echo 1 > /sys/kernel/debug/clear_warn_once 2>/dev/null
-io_uring -t 30
+io_uring -t 30 -d 100
 rc=$?
 if [ $rc -eq 0 ]; then
 	echo "ok 1 io_uring"
