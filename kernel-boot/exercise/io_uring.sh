@@ -17,6 +17,10 @@
 # 6.1 only: upstream 52ea806ad983 ("io_uring: finish waiting before
 # flushing overflow entries", in 6.12) sets TASK_RUNNING before the flush,
 # so 6.12 runs the same race without the warning.
+# Measured on the 6.1 dev kernel (TCG, 2 vCPUs): 31 boots out of 31 warned,
+# 0.0-5.4 s into the race; with __set_current_state(TASK_RUNNING) after
+# io_cqring_wait_schedule() (a local control build) no warning in 30 s
+# (67776 batches).
 # Prints one KTAP line; exit status 0 when the program drove the waits.
 echo 1 > /sys/kernel/debug/clear_warn_once 2>/dev/null
 io_uring -t 30 -d 100
