@@ -505,7 +505,7 @@ def finding_evidence(fn: str, ex: str, base_docs: List[dict], patched_docs: Opti
 		  warning_gone=bool(bt) and ran and not after)
 	last = res[-1] if res and res[-1] else {}
 	if last.get('diagnostics'):
-		ev['patched_output'] = last['diagnostics'][-8:]
+		ev['patched_output'] = last['diagnostics'][-40:]
 	if after:
 		ev['evidence'] = 'the patched kernel still warns'
 	elif not ran:

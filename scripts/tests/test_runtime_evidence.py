@@ -99,6 +99,19 @@ class ChangelogSplatTest(unittest.TestCase):
 		self.assertNotIn("Call Trace", text)
 		self.assertIsNone(effect.splat_block("do not call blocking ops in hpet_read"))
 
+	def test_evidence_line_picks_the_phase_of_the_function(self):
+		out = ["# write: input ring filled with 3561 more bytes",
+		       "# write: blocked 646 ms, then wrote 4096 of 4096 bytes",
+		       "# kernel warned with acpi_aml_write in the trace: no",
+		       "# release: 88 closes during queued commands, 3 returned in < 100 ms; close took 1.3..108.6 ms"]
+		self.assertEqual(fixes.evidence_line({"function": "acpi_aml_write", "patched_output": out}),
+				 "write: blocked 646 ms, then wrote 4096 of 4096 bytes")
+		self.assertTrue(fixes.evidence_line({"function": "acpi_aml_release", "patched_output": out}).startswith("release: 88"))
+		self.assertIsNone(fixes.evidence_line({"function": "acpi_aml_read", "patched_output": out}))
+		self.assertEqual(fixes.evidence_line({"function": "hpet_read", "patched_output": [
+			"# read 1: 8 bytes, 1 interrupt(s), blocked 83.8 ms", "# 3 of 3 reads blocked and returned data"]}),
+				 "3 of 3 reads blocked and returned data")
+
 	def test_boot_sentence_warning_gone(self):
 		b = {"build": "ok", "boot": "ok", "status": "ok", "applied_after": [], "exercised": True,
 		     "reproduced": True, "warning_gone": True, "baseline_tries": 1, "patched_tries": 1,

@@ -785,6 +785,31 @@ def compile_sentence(rec):
 	return None
 
 
+PHASE = re.compile(r"^#?\s*([a-z_]+):")
+
+
+def evidence_line(b):
+	"""The line of the exerciser's output on the patched kernel that shows
+	the wait of b's function ran: when the exerciser reports in phases
+	('read: ...', 'write: ...'), the phase named by the end of the
+	function's name, preferring a line that says it blocked; otherwise its
+	last line.  None when a phased output has no phase for the function."""
+	lines = [x.strip() for x in b.get("patched_output") or []]
+	if not lines:
+		return None
+	phased = [x for x in lines if PHASE.match(x)]
+	if not phased:
+		return lines[-1].lstrip("# ")
+	parts = (b.get("function") or "").split("_")
+	for k in range(len(parts)):
+		suf = "_".join(parts[k:])
+		mine = [x for x in phased if PHASE.match(x).group(1) == suf]
+		if mine:
+			best = [x for x in mine if re.search(r"\b(blocked|slept|waited|took)\b", x)] or mine
+			return best[-1].lstrip("# ")
+	return None
+
+
 def boot_sentence(b):
 	if not b:
 		return None
@@ -803,7 +828,7 @@ def boot_sentence(b):
 			      "(of at most 5); the patched kernel ran the same exerciser in %d boot(s), the wait ran and "
 			      "slept%s, and it did not warn" % (
 				      b.get("exerciser", "a test script"), b.get("baseline_tries", 1), b.get("patched_tries", 1),
-				      " (%s)" % b["patched_output"][-1] if b.get("patched_output") else ""))
+				      " (%s)" % evidence_line(b) if evidence_line(b) else ""))
 		elif "warning_gone" not in b and b.get("exercised") and b.get("baseline_hits") and not b.get("patched_hits"):
 			s += (". The patched path was exercised from the initramfs (%s): the unpatched kernel warned "
 			      "\"%s\", the patched kernel did not" % (b.get("exerciser", "a test script"), b["baseline_hits"][0]))
