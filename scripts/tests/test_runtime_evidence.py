@@ -99,6 +99,21 @@ class ChangelogSplatTest(unittest.TestCase):
 		self.assertNotIn("Call Trace", text)
 		self.assertIsNone(effect.splat_block("do not call blocking ops in hpet_read"))
 
+	def test_tested_paragraph_per_wait(self):
+		"""A function with two waits, one reproduced, one not: both are said."""
+		gone = {"build": "ok", "boot": "ok", "status": "ok", "applied_after": [], "exercised": True,
+			"reproduced": True, "warning_gone": True, "exerciser": "kernel-boot/exercise/acpi_dbg.sh"}
+		quiet = dict(gone, reproduced=False, warning_gone=False, baseline_hits=[], patched_hits=[])
+		recs = {"a": {"function": "acpi_aml_read", "boot": dict(gone, function="acpi_aml_read")},
+			"b": {"function": "acpi_aml_release", "boot": dict(gone, function="acpi_aml_release")},
+			"c": {"function": "acpi_aml_release", "boot": dict(quiet, function="acpi_aml_release")}}
+		t = fixes.tested_paragraph(["a", "b", "c"], recs)
+		self.assertIn("with the patch on top of the unpatched tree:", t)
+		self.assertIn("acpi_aml_read(), acpi_aml_release() (wait 1 of 2): reproduced in QEMU", t)
+		self.assertIn("acpi_aml_release() (wait 2 of 2): exercised (kernel-boot/exercise/acpi_dbg.sh), but the "
+			      "unpatched kernel did not warn there either", t)
+		self.assertNotIn("one function's rewrite at a time", t)
+
 	def test_evidence_line_picks_the_phase_of_the_function(self):
 		out = ["# write: input ring filled with 3561 more bytes",
 		       "# write: blocked 646 ms, then wrote 4096 of 4096 bytes",

@@ -863,30 +863,33 @@ def boot_class(b):
 
 
 def tested_paragraph(fps, records):
-	"""Only what was done, from the records of the patch's findings."""
+	"""Only what was done, from the records of the patch's findings: one
+	sentence when the boot test showed the same for all of them, else what
+	it showed for each wait (a function with two waits is named twice)."""
 	c = None
-	byfn = collections.OrderedDict()
+	entries = []	# (function, boot record or None), one per finding
 	for fp in fps:
 		r = records.get(fp) or {}
 		c = c or compile_sentence(r)
-		fn = r.get("function") or fp
-		if r.get("boot") and fn not in byfn:
-			byfn[fn] = r["boot"]
-		elif fn not in byfn:
-			byfn.setdefault(fn, None)
-	booted = {fn: b for fn, b in byfn.items() if b}
-	if len(byfn) <= 1 or not booted:
-		b = boot_sentence(next(iter(booted.values()))) if booted else None
-		if not c and not b:
-			return NOT_TESTED
-		return " ".join([c or "Not compiled.", b or "Not boot-tested."])
-	# several functions: what the boot test showed for each
+		entries.append((r.get("function") or fp, r.get("boot")))
+	booted = [b for _, b in entries if b]
+	if not booted:
+		return " ".join([c or "Not compiled.", "Not boot-tested."]) if c else NOT_TESTED
 	classes = collections.OrderedDict()
-	for fn, b in byfn.items():
-		classes.setdefault(boot_class(b) if b else "not boot-tested", []).append(fn)
-	b = ("Boot-tested in QEMU (x86_64, CONFIG_DEBUG_ATOMIC_SLEEP=y) one function's rewrite at a time, "
-	     "each on the unpatched tree: " + "; ".join(
-		     "%s: %s" % (", ".join("%s()" % x for x in fns), cl) for cl, fns in classes.items()) + ".")
+	count = collections.Counter(fn for fn, _ in entries)
+	seen = collections.Counter()
+	for fn, b in entries:
+		seen[fn] += 1
+		label = "%s()" % fn if count[fn] == 1 else "%s() (wait %d of %d)" % (fn, seen[fn], count[fn])
+		classes.setdefault(boot_class(b) if b else "not boot-tested", []).append(label)
+	if len(classes) == 1:
+		return " ".join([c or "Not compiled.", boot_sentence(booted[0]) or "Not boot-tested."])
+	after = booted[0].get("applied_after")
+	how = ("one function's rewrite at a time, each on the unpatched tree" if after is None else
+	       "with the patch on top of the %d before it in its series" % len(after) if after else
+	       "with the patch on top of the unpatched tree")
+	b = ("Boot-tested in QEMU (x86_64, CONFIG_DEBUG_ATOMIC_SLEEP=y) %s: " % how + "; ".join(
+		"%s: %s" % (", ".join(fns), cl) for cl, fns in classes.items()) + ".")
 	return " ".join([c or "Not compiled.", b])
 
 
