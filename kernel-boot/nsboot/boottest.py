@@ -640,6 +640,8 @@ def judge_patched(rec: dict, p: dict, base_docs: List[dict], docs: List[dict], e
 			for fp, fn in functions_of(p, tests).items():
 				ev = finding_evidence(fn, e['name'], base_docs, None, fp)
 				ev['evidence'] += '; not exercised with the patch: ' + e['not_patched']
+				# the patched kernel did not run it: nothing is shown gone
+				ev.update(exercised=False, warning_gone=False, not_patched=e['not_patched'])
 				per_fp[fp] = ev
 	if exm and boot_ok:
 		for fp, fn in functions_of(p, tests).items():

@@ -114,6 +114,17 @@ class ChangelogSplatTest(unittest.TestCase):
 			      "unpatched kernel did not warn there either", t)
 		self.assertNotIn("one function's rewrite at a time", t)
 
+	def test_not_patched_exerciser_claims_nothing_for_the_patch(self):
+		b = {"build": "ok", "boot": "ok", "status": "ok", "applied_after": [], "exercised": False,
+		     "reproduced": True, "warning_gone": False, "baseline_tries": 1,
+		     "baseline_hits": ["do not call blocking ops in wpan_phy_unregister"],
+		     "exerciser": "kernel-boot/exercise/wpan_phy_unregister.sh",
+		     "not_patched": "ending the wait crashes the patched kernel too"}
+		s = fixes.boot_sentence(b)
+		self.assertIn("cannot run on the patched kernel (ending the wait crashes", s)
+		self.assertNotIn("the patched kernel did not", s)
+		self.assertNotIn("warning gone", fixes.boot_status(b, ""))
+
 	def test_evidence_line_picks_the_phase_of_the_function(self):
 		out = ["# write: input ring filled with 3561 more bytes",
 		       "# write: blocked 646 ms, then wrote 4096 of 4096 bytes",

@@ -832,6 +832,10 @@ def boot_sentence(b):
 		elif "warning_gone" not in b and b.get("exercised") and b.get("baseline_hits") and not b.get("patched_hits"):
 			s += (". The patched path was exercised from the initramfs (%s): the unpatched kernel warned "
 			      "\"%s\", the patched kernel did not" % (b.get("exerciser", "a test script"), b["baseline_hits"][0]))
+		elif b.get("reproduced") and b.get("not_patched"):
+			s += (". The unpatched kernel warned under %s (in its boot %d); the exerciser cannot run on "
+			      "the patched kernel (%s), so the patched wait is not shown to have run" % (
+				      b.get("exerciser", "a test script"), b.get("baseline_tries", 1), b["not_patched"]))
 		elif b.get("reproduced"):
 			s += (". The unpatched kernel warned under %s, but the exerciser did not pass on the patched "
 			      "kernel, so the patched wait is not shown to have run" % b.get("exerciser", "a test script"))
@@ -851,6 +855,9 @@ def boot_sentence(b):
 def boot_class(b):
 	"""A short class of one boot record, for a patch of several functions."""
 	if b.get("build") == "ok" and b.get("boot") == "ok" and b.get("status") == "ok":
+		if b.get("reproduced") and b.get("not_patched"):
+			return ("reproduced in QEMU (%s); the exerciser cannot run on the patched kernel" %
+				b.get("exerciser", ""))
 		if b.get("warning_gone"):
 			return ("reproduced in QEMU (%s: the unpatched kernel warned), exercised with the patch: the wait "
 				"slept and the warning is gone" % b.get("exerciser", ""))
