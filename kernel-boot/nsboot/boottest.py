@@ -56,6 +56,7 @@ import subprocess
 import sys
 import time
 
+from nestsleep import exercisers as nestsleep_exercisers
 from nestsleep import ktree
 from nestsleep.common import run_user
 from nestsleep.series import series
@@ -218,32 +219,8 @@ EXERCISE_TIMEOUT = 120	# seconds; a stuck exerciser is killed and reported 'not 
 
 
 def exercisers() -> List[dict]:
-	"""kernel-boot/exercise/*.sh with their '# exercises:' files and
-	'# needs:' Kconfig symbols."""
-	out = []
-	if not os.path.isdir(EXERCISE_DIR):
-		return out
-	for name in sorted(os.listdir(EXERCISE_DIR)):
-		if not name.endswith('.sh'):
-			continue
-		path = os.path.join(EXERCISE_DIR, name)
-		files: List[str] = []
-		needs: List[str] = []
-		programs: List[str] = []
-		not_patched: Optional[str] = None
-		with open(path) as f:
-			for line in f:
-				if line.startswith('# exercises:'):
-					files += line.split(':', 1)[1].split()
-				elif line.startswith('# needs:'):
-					needs += [bare(x) for x in line.split(':', 1)[1].split()]
-				elif line.startswith('# program:'):
-					programs += [os.path.join(EXERCISE_DIR, x) for x in line.split(':', 1)[1].split()]
-				elif line.startswith('# patched: no'):
-					not_patched = line.split('no', 1)[1].strip(' :\n')
-		out.append({'name': name[:-3], 'path': path, 'files': files, 'needs': needs, 'programs': programs,
-			    'patched': not_patched is None, 'not_patched': not_patched or ''})
-	return out
+	"""kernel-boot/exercise/*.sh with their headers (nestsleep.exercisers)."""
+	return nestsleep_exercisers.read_all(EXERCISE_DIR)
 
 
 def patch_file(p: dict) -> str:

@@ -35,6 +35,7 @@ import subprocess
 import sys
 
 from nestsleep import TOP, VERSION
+from nestsleep import exercisers
 from nestsleep.common import UserError
 from nestsleep.series import series as fixes
 from nestsleep.series import effect
@@ -553,15 +554,9 @@ def load_reasons(path=REASONS):
 		return json.load(f)["reasons"]
 
 
-def exerciser_files(d=os.path.join(TOP, "kernel-boot", "exercise")):
-	"""The source files the exercisers of kernel-boot/exercise/ drive (their '# exercises:' lines)."""
-	out = set()
-	for sh in glob.glob(os.path.join(d, "*.sh")):
-		with open(sh) as f:
-			for line in f:
-				if line.startswith("# exercises:"):
-					out.update(line.split(":", 1)[1].split())
-	return out
+def exerciser_files():
+	"""The source files the exercisers of kernel-boot/exercise/ drive."""
+	return set(f for e in exercisers.read_all() for f in e["files"])
 
 
 def runtime_summary(b):
