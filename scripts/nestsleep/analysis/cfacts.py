@@ -738,11 +738,13 @@ def stmt_end(toks, j, hi):
 	return hi - 1
 
 
-def _exits(toks, lo, end):
-	"""Whether the statement toks[lo..end] always leaves by 'return'."""
+def _exits(toks, lo, end, leave=("return",)):
+	"""Whether the statement toks[lo..end] always leaves by one of the
+	keywords leave ('return', and 'goto' where every label forgets the
+	tests met before it)."""
 	if lo > end or lo >= len(toks):
 		return False
-	if toks[lo][1] == "return":
+	if toks[lo][1] in leave:
 		return True
 	if toks[lo][1] != "{":
 		return False
@@ -750,10 +752,10 @@ def _exits(toks, lo, end):
 	while j < end:
 		last = j
 		j = max(stmt_end(toks, j, end), j) + 1
-	return last is not None and toks[last][1] == "return"
+	return last is not None and toks[last][1] in leave
 
 
-def guard_map(toks, lo, hi, atoms, label_reset=None, restores=None, asserts=frozenset()):
+def guard_map(toks, lo, hi, atoms, label_reset=None, restores=None, asserts=frozenset(), gotos=False):
 	"""{token index: tuple of tests} for the tokens of the body toks[lo:hi]
 	that run under some.  atoms(condition text) gives the tests that hold
 	when the condition is true and those when it is false; they hold in
@@ -762,8 +764,12 @@ def guard_map(toks, lo, hi, atoms, label_reset=None, restores=None, asserts=froz
 	forgets the tests met since its block began (label_reset(token index)
 	may say that no goto makes that necessary).  With restores(lo, end),
 	whether a statement only restores TASK_RUNNING, 'if (C) restore;'
-	adds ("R",) + test for the true tests of C to what follows."""
+	adds ("R",) + test for the true tests of C to what follows.  With
+	gotos (only without label_reset: every label then forgets), 'if (C)
+	goto L;' leaves like a return: nfp_alloc_bar()'s 'if (nonblocking)
+	goto err_nobar;' guards the wait after it."""
 	out = {}
+	leave = ("return", "goto") if gotos and label_reset is None else ("return",)
 
 	def mark(a, b, cur):
 		if cur:
@@ -800,7 +806,7 @@ def guard_map(toks, lo, hi, atoms, label_reset=None, restores=None, asserts=froz
 					stmt(te + 2, ee, cur + tuple(neg))
 					j = max(ee, j) + 1
 				else:
-					if _exits(toks, rp + 1, te):
+					if _exits(toks, rp + 1, te, leave):
 						cur = cur + tuple(neg)
 					elif restores is not None and restores(rp + 1, te):
 						cur = cur + tuple(("R",) + tuple(a) for a in pos)
@@ -919,7 +925,7 @@ def annotate_calls(toks, lo, hi, calls, params, gfp_params=(), asserts=frozenset
 			if any(toks[k][1] in pidx for k in range(j + 2, rp)):
 				tested = True
 				break
-	guards = guard_map(toks, lo, hi, atoms, asserts=asserts) if tested else {}
+	guards = guard_map(toks, lo, hi, atoms, asserts=asserts, gotos=True) if tested else {}
 	alloc = {}	# local -> set of ("c", gfp) / ("p", i) of the calls that take it
 	gfp_names = {params[i]: i for i in gfp_params if params[i] in pidx}
 	for c in calls:
