@@ -114,3 +114,6 @@ class SitePath:
 	group: str
 	penalty: int
 	locs: Tuple[Loc, ...]
+	# False when the chain ends in the bare might_sleep() annotation and no
+	# other chain through the call reaches a primitive that blocks
+	blocks: bool = True

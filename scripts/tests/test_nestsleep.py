@@ -359,6 +359,29 @@ class CliTest(unittest.TestCase):
 			self.assertIn("2 files matched, 1 parsed, 1 failed, 0 timed out", r.stderr.splitlines()[-1])
 			self.assertIn("good.c:8:", r.stdout)
 
+	def test_annotation_only_chain_does_not_block(self):
+		"""A chain that ends in might_sleep() itself, with nothing else on
+		the way that sleeps (drbd_alloc_pages()'s __drbd_free_peer_req()),
+		is marked blocks=false; a callee with might_sleep() and a real
+		sleep beside it (console_lock()) blocks."""
+		src = ("static void only_check(struct s *x)\n{\n\tmight_sleep();\n\tkfree(x->p);\n}\n"
+		       "static void check_and_lock(struct s *x)\n{\n\tmight_sleep();\n\tif (x->n)\n"
+		       "\t\tmutex_lock(&x->m);\n}\n"
+		       "int w1(struct s *x)\n{\n\tDEFINE_WAIT(wait);\n\tprepare_to_wait(&x->wq, &wait, TASK_INTERRUPTIBLE);\n"
+		       "\tonly_check(x);\n\tschedule();\n\tfinish_wait(&x->wq, &wait);\n\treturn 0;\n}\n"
+		       "int w2(struct s *x)\n{\n\tDEFINE_WAIT(wait);\n\tprepare_to_wait(&x->wq, &wait, TASK_INTERRUPTIBLE);\n"
+		       "\tcheck_and_lock(x);\n\tschedule();\n\tfinish_wait(&x->wq, &wait);\n\treturn 0;\n}\n")
+		with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as c:
+			with open(os.path.join(d, "a.c"), "w") as f:
+				f.write(src)
+			js = os.path.join(c, "out.json")
+			r = self.run_cli("--kdir", d, "--cache", c, "--json", js)
+			self.assertEqual(r.returncode, 0, r.stderr)
+			with open(js) as f:
+				got = {x["function"]: (x["chain"][-1], x["blocks"]) for x in json.load(f)["findings"]}
+		self.assertEqual(got["w1"], ("might_sleep", False))
+		self.assertEqual(got["w2"][1], True)
+
 	def test_guard_hints_and_function_coverage(self):
 		"""The scoped_guard hints keep guarded functions; the JSON coverage
 		counts them (4 in the fixture), and counts them dropped without."""

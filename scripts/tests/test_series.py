@@ -91,6 +91,29 @@ class TestedTextTest(unittest.TestCase):
 		self.assertEqual(self.text(None), fixes.NOT_TESTED)
 
 
+class SelectTest(unittest.TestCase):
+	"""Which findings get a patch."""
+
+	@staticmethod
+	def finding(fp, func, blocks=True, conf="high"):
+		return {"fingerprint": fp, "function": func, "chain": ["drbd_reclaim_net_peer_reqs", "__drbd_free_peer_req",
+									 "might_sleep"],
+			"blocks": blocks, "fix": {"status": "patch", "unit": "a.c:" + func, "confidence": conf,
+						  "reason": "r"}}
+
+	def test_fixes_annotation_only_is_report_only(self):
+		"""A chain that only reaches might_sleep() gets no patch, even
+		labelled true: nothing blocks, so there is no nested sleep to fix."""
+		fs = [self.finding("a1", "drbd_alloc_pages", blocks=False), self.finding("b2", "other")]
+		labels = {"a1": {"verdict": "true"}, "b2": {"verdict": "true"}}
+		for lab in (labels, None):
+			units, others = fixes.select(fs, lab, os.path.join(TOP, "reports", "labels", "x.json"), "high")
+			self.assertEqual(list(units), ["a.c:other"])
+			self.assertEqual(len(others), 1)
+			self.assertIn("ends in might_sleep() in __drbd_free_peer_req()", others[0][1])
+			self.assertIn("nothing on it is known to block", others[0][1])
+
+
 class KconfigTest(unittest.TestCase):
 	def tree(self, files):
 		tmp = tempfile.mkdtemp()

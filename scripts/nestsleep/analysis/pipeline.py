@@ -405,8 +405,26 @@ def site_paths(site_targets, ana, later, same=None):
 		if shape in WINDOW_SHAPES + ("carried_state",) and w.group == "schedule":
 			pen = max(pen, 3)
 		locs = ((r.file, r.cline),) + w.locs[1:]
-		findings.setdefault(key, []).append(SitePath(r, w.chain, w.effect, w.group, pen, locs))
+		findings.setdefault(key, []).append(SitePath(r, w.chain, w.effect, w.group, pen, locs,
+							     blocks=blocks(w, c, tg, r, ana)))
 	return findings
+
+
+# the annotations that only check: they warn, and at most preempt
+BARE_ANNOTATIONS = ("might_sleep", "__might_sleep", "might_sleep_if")
+
+
+def blocks(w, c, tg, r, ana):
+	"""Whether something on the way from call c may really block: False
+	when its best chain ends in might_sleep() itself and no chain without
+	the annotations reaches a sleeping primitive (drbd_alloc_pages():
+	__drbd_free_peer_req() starts with might_sleep(), and then only frees
+	memory and wakes waiters).  The check is on the whole group, so a
+	path through might_fault() or try_to_freeze() alone also counts as
+	not blocking: the findings say which chain they saw."""
+	if w.group != "might_sleep" or w.chain[-1] not in BARE_ANNOTATIONS:
+		return True
+	return ana.witness(c, tg, ana.summary_without("might_sleep"), r.file, exclude=("might_sleep",)) is not None
 
 
 def wait_loop(toks, paths):
