@@ -70,6 +70,11 @@ unsigned int my_poll(struct file *file, poll_table *pt)
 	return 0;
 }
 
+void discarded(struct dev *d)
+{
+	wait_event_interruptible(d->wq, dev_ready(d));
+}
+
 long assigning_cond(struct dev *d)
 {
 	int n;
@@ -127,6 +132,17 @@ class WaitEventSitesTest(unittest.TestCase):
 		self.assertIn("+\tint err;\n", diff)
 		self.assertIn("+\tlong remaining;\n", diff)
 		self.assertNotIn("int ret;", diff)
+
+	def test_signal_caveat_says_what_the_value_was(self):
+		"""-ERESTARTSYS is claimed only where the macro's value is used
+		(drbd's discarded wait_event_interruptible())."""
+		used = self.plan(finding(SRC, "assign_local", "wait_event_interruptible"))
+		self.assertTrue(any("gives -ERESTARTSYS" in c for c in used.caveats), used.caveats)
+		u = self.plan(finding(SRC, "discarded", "wait_event_interruptible"))
+		sig = [c for c in u.caveats if c.startswith("signals:")]
+		self.assertEqual(len(sig), 1, u.caveats)
+		self.assertNotIn("gives -ERESTARTSYS", sig[0])
+		self.assertIn("was not used here", sig[0])
 
 	def test_a_lone_assignment_keeps_its_variable(self):
 		u = self.plan(finding(SRC, "assign_local", "wait_event_interruptible"))

@@ -587,6 +587,15 @@ class Refuse(Exception):
 		self.status, self.reason = status, reason
 
 
+def signal_caveat(sig, need_val):
+	"""The caveat on the signal test of a rewritten wait_event*(): its
+	-ERESTARTSYS only where the macro's value was used."""
+	if need_val:
+		return "signals: %s is tested after the condition, as ___wait_event() does, and gives -ERESTARTSYS" % sig
+	return ("signals: %s is tested after the condition, as ___wait_event() does, and ends the wait; the "
+		"macro's -ERESTARTSYS was not used here, and nothing takes its place" % sig)
+
+
 def lower(conf):
 	return {"high": "medium", "medium": "low", "low": "low"}[conf]
 
@@ -960,8 +969,7 @@ class Fixer:
 		self.wakers(u, rel, f["function"], pointer_to(args[0]), state,
 			    "kthread_should_stop()" in args[v["cond"]], (ctx["stmt"], ctx["repl_e"]))
 		if sig:
-			u.caveats.append("signals: %s is tested after the condition, as ___wait_event() does, and "
-					 "gives -ERESTARTSYS" % sig)
+			u.caveats.append(signal_caveat(sig, need_val))
 		if timeout:
 			u.caveats.append("timeout: the remaining jiffies are threaded through wait_woken(); the result "
 					 "is 0 if the time ran out with the condition false, at least 1 if it is true")
@@ -1105,8 +1113,7 @@ class Fixer:
 		self.wakers(u, rel, f["function"], wq, state, "kthread_should_stop()" in args[v["cond"]],
 			    (ctx["stmt"], ctx["repl_e"]))
 		if sig:
-			u.caveats.append("signals: %s is tested after the condition, as ___wait_event() does, and "
-					 "gives -ERESTARTSYS" % sig)
+			u.caveats.append(signal_caveat(sig, need_val))
 		if timeout is not None:
 			u.caveats.append("timeout: the remaining jiffies are threaded through wait_woken(); the result "
 					 "is 0 if the time ran out with the condition false, at least 1 if it is true")
