@@ -76,15 +76,20 @@ def warning(state):
 	return "do not call blocking ops when !TASK_RUNNING; state=%s set at ..." % (state or "?")
 
 
-def effect_text(shape, how, state, observed=None):
+def effect_text(shape, how, state, observed=None, blocks=True):
 	"""The effect of the nested sleep for a wait of this shape; how is the
 	finding's effect ('warns' when the inner sleep goes through
-	might_sleep(), else 'silent'); observed is a warning a boot printed."""
-	if shape == "wait_event":
-		text = ("The inner sleep returns with the task in TASK_RUNNING, so the schedule() of that pass "
-			"does not block: the wait makes an extra pass, and polls for as long as the inner call "
-			"keeps sleeping. The condition is tested again after every prepare_to_wait_event(), so "
-			"no wakeup is lost.")
+	might_sleep(), else 'silent'); observed is a warning a boot printed;
+	blocks is False when the chain only reaches might_sleep() itself."""
+	if not blocks:
+		text = ("Nothing on the chain is known to block: it ends in might_sleep(), which checks the task "
+			"state and warns, and at most lets the task be preempted with its state kept. No wakeup is "
+			"lost and nothing polls; the effect is the warning.")
+	elif shape == "wait_event":
+		text = ("When the inner call sleeps, it returns with the task in TASK_RUNNING, so the schedule() of "
+			"that pass does not block: the wait makes an extra pass, and polls for as long as the inner "
+			"call sleeps on each pass. The condition is tested again after every "
+			"prepare_to_wait_event(), so no wakeup is lost.")
 	elif shape == "after_loop":
 		text = ("The call runs after the wait loop has ended but before the task state is set back to "
 			"TASK_RUNNING, so it runs in the state the loop set. The wait is over by then: no wakeup is "
@@ -93,10 +98,11 @@ def effect_text(shape, how, state, observed=None):
 		text = ("The thread function returns with the task state still set, and the exit path calls "
 			"functions that may sleep in that state.")
 	else:
-		text = ("The inner sleep returns with the task in TASK_RUNNING, so the schedule() that follows "
-			"does not block and the loop polls for as long as the inner call keeps sleeping. The loop "
-			"sets and tests the task state itself, so a wakeup that arrives while the inner call "
-			"sleeps is taken by that inner sleep: the outer wait can lose its wakeup.")
+		text = ("When the inner call sleeps, it returns with the task in TASK_RUNNING, so the schedule() "
+			"that follows does not block, and the loop polls for as long as the inner call sleeps on "
+			"each pass. The loop sets and tests the task state itself, so a wakeup that arrives while "
+			"the inner call sleeps is taken by that inner sleep: the outer wait can lose its wakeup "
+			"(with a timeout, it then lasts until the timeout).")
 	if isinstance(observed, dict) and observed.get("splat"):
 		text += (" In QEMU (x86_64, CONFIG_DEBUG_ATOMIC_SLEEP=y), with %s driving the wait, the unpatched "
 			 "kernel printed this warning (trimmed):" % observed["exerciser"])

@@ -151,6 +151,8 @@ def confidence_reason(f):
 		why.append("the inner sleep is a schedule*() call, which may be the loop's own wait")
 	if f["effect"] == "silent":
 		why.append("the inner sleep resets the state silently (no might_sleep() warning)")
+	if f.get("blocks") is False:
+		why.append("the chain ends in might_sleep() itself: nothing on it is known to block")
 	if not why and f["confidence"] == "high":
 		why.append("a direct call chain to a primitive that sleeps unconditionally")
 	if not why:
@@ -165,7 +167,8 @@ def warning_text(f, kdir="", observed=None):
 		return ("The condition runs under a spinlock: with CONFIG_DEBUG_ATOMIC_SLEEP=y a sleep there is "
 			"reported as \"BUG: sleeping function called from invalid context\".")
 	_, hexs = fixes.finding_state(kdir, f, fixes.waiters())
-	return effect.effect_text(f["shape"], "warns" if f["effect"] == "warns" else "silent", hexs, observed)
+	return effect.effect_text(f["shape"], "warns" if f["effect"] == "warns" else "silent", hexs, observed,
+				  blocks=f.get("blocks", True))
 
 
 def excerpt(kdir, f, ctx=3):
