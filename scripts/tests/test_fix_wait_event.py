@@ -100,6 +100,19 @@ def finding(src, func, prim, nth=0):
 		"col": lines[i].index(prim + "("), "confidence": "high", "paths": [{"line": i + 1}]}
 
 
+class FlipCompareTest(unittest.TestCase):
+	def test_one_comparison_is_flipped(self):
+		"""xen-netfront: 'while (!(state(dev) == X))' reads 'while (state(dev) != X)'."""
+		old = "\twait_event(module_wq, xenbus_read_driver_state(dev) == XenbusStateClosed);\n"
+		new = "\twhile (!(xenbus_read_driver_state(dev) == XenbusStateClosed)) {\n"
+		self.assertEqual(fixer.wrap_long(old, new),
+				 "\twhile (xenbus_read_driver_state(dev) != XenbusStateClosed) {\n")
+		self.assertEqual(fixer.flip_compare("\twhile (!(a != b))\n"), "\twhile (a == b)\n")
+		for keep in ("\twhile (!(a == b && c)) {\n", "\twhile (!(a) == (b)) {\n", "\twhile (!(x >= 3)) {\n",
+			     "\twhile (!(f(a == b))) {\n", "\twhile (!(a == b ? 1 : 0)) {\n", "\twhile (!(!a == b)) {\n"):
+			self.assertEqual(fixer.flip_compare(keep), keep)
+
+
 class WaitEventSitesTest(unittest.TestCase):
 	def setUp(self):
 		self.tmp = tempfile.mkdtemp(prefix="nestsleep-t-")
@@ -214,8 +227,8 @@ class WaitEventSitesTest(unittest.TestCase):
 	def test_a_lone_comparison_is_broken_too(self):
 		new = "x\n\twhile (!(xenbus_read_driver_state(np->xbdev->otherend) == XenbusStateReconfigured))\n"
 		self.assertEqual(fixer.wrap_long("x\n", new),
-				 "x\n\twhile (!(xenbus_read_driver_state(np->xbdev->otherend) ==\n"
-				 "\t\t XenbusStateReconfigured))\n")
+				 "x\n\twhile (xenbus_read_driver_state(np->xbdev->otherend) !=\n"
+				 "\t       XenbusStateReconfigured)\n")
 
 	def test_spaces_become_tabs(self):
 		self.assertEqual(fixer.wrap_long("x\n", "x\n\t\t           MAX_SCHEDULE_TIMEOUT);\n"),

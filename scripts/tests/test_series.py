@@ -114,6 +114,27 @@ class SelectTest(unittest.TestCase):
 			self.assertIn("nothing on it is known to block", others[0][1])
 
 
+class CheckpatchStatusTest(unittest.TestCase):
+	def test_fixes_checks_are_counted(self):
+		"""A CHECK is not clean (checkpatch turns --strict on for
+		drivers/net/); CamelCase on a name the file already had is said."""
+		tmp = tempfile.mkdtemp()
+		self.addCleanup(shutil.rmtree, tmp)
+		os.makedirs(os.path.join(tmp, "drivers", "net"))
+		with open(os.path.join(tmp, "drivers", "net", "x.c"), "w") as f:
+			f.write("int f(void) { return XenbusStateClosed; }\n")
+		p = os.path.join(tmp, "0001.patch")
+		with open(p, "w") as f:
+			f.write("--- a/drivers/net/x.c\n+++ b/drivers/net/x.c\n@@ -1 +1 @@\n")
+		out = "CHECK: Avoid CamelCase: <XenbusStateClosed>\n#20: FILE: drivers/net/x.c:1:\n"
+		st = fixes.checkpatch_status(tmp, p, out, False)["status"]
+		self.assertEqual(st, "0 errors, 0 warnings, 1 checks (CamelCase on names the file already uses: "
+				 "XenbusStateClosed)")
+		st = fixes.checkpatch_status(tmp, p, out.replace("XenbusStateClosed", "NewName"), False)["status"]
+		self.assertEqual(st, "0 errors, 0 warnings, 1 checks")
+		self.assertEqual(fixes.checkpatch_status(tmp, p, "", False)["status"], "clean")
+
+
 class KconfigTest(unittest.TestCase):
 	def tree(self, files):
 		tmp = tempfile.mkdtemp()

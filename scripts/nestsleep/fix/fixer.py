@@ -1993,7 +1993,7 @@ def wrap_long(old, new):
 		if line in seen:
 			out.append(line)
 			continue
-		line = retab(line)
+		line = retab(flip_compare(line))
 		body = line.rstrip("\n")
 		if cols(body) <= MAX_COLS:
 			out.append(line)
@@ -2024,6 +2024,33 @@ def wrap_long(old, new):
 		lines = [y for x in lines for y in _split_compare(x)]
 		out += [x + "\n" for x in lines]
 	return "".join(out)
+
+
+def flip_compare(line):
+	"""'while (!(a == b))' -> 'while (a != b)' (and != to ==) when the
+	comparison is the whole condition: spatch negates the wait's condition
+	as !(cond), which a reader would not write for one comparison."""
+	m = re.match(r"^([ \t]*while \()!\((.*)\)(\)[ \t]*\{?[ \t]*\n?)$", line)
+	if not m:
+		return line
+	inner = m.group(2)
+	mi = mask(inner)
+	if match_close(mask(line), len(m.group(1)) + 1) != len(m.group(1)) + 2 + len(inner):
+		return line	# '!(a) == (b)': the parenthesis does not hold it all
+	ops, depth = [], 0
+	for j, c in enumerate(mi):
+		if c in "([{":
+			depth += 1
+		elif c in ")]}":
+			depth -= 1
+		elif depth == 0 and c in "=!<>&|?,":
+			ops.append((j, mi[j:j + 2]))
+	eq = [(j, o) for j, o in ops if o in ("==", "!=")]
+	if len(eq) != 1 or any(o[0] in "<>&|?," or (o[0] in "=!" and (j, o) not in eq and j - 1 != eq[0][0])
+				for j, o in ops):
+		return line
+	j, o = eq[0]
+	return m.group(1) + inner[:j] + ("!=" if o == "==" else "==") + inner[j + 2:] + m.group(3)
 
 
 def join_else(old, lines):

@@ -1179,11 +1179,34 @@ def checkpatch(kdir, path, signoff):
 	r = ktree.checkpatch(kdir, path=path, signoff=signoff)
 	if not r.ran:
 		return {"status": "not run", "output": "no scripts/checkpatch.pl in KDIR"}
-	out = r.output
+	return checkpatch_status(kdir, path, r.output, signoff)
+
+
+def checkpatch_status(kdir, path, out, signoff):
+	"""checkpatch's counts, CHECKs included (checkpatch turns --strict on
+	for drivers/net/ and net/ by itself), and what the CamelCase checks
+	are about: names the file used before the patch are not the patch's."""
 	errs = len(re.findall(r"^ERROR:", out, re.M))
 	warns = len(re.findall(r"^WARNING:", out, re.M))
-	return {"status": "clean" if not errs and not warns else "%d errors, %d warnings" % (errs, warns),
-		"flags": "--no-tree" + ("" if signoff else " --no-signoff"), "output": out}
+	checks = re.findall(r"^CHECK: (.*)$", out, re.M)
+	camel = sorted(set(m for c in checks for m in re.findall(r"^Avoid CamelCase: <(\w+)>", c)))
+	old = ""
+	try:
+		with open(path, errors="replace") as f:
+			files = re.findall(r"^\+\+\+ b/(\S+)", f.read(), re.M)
+		for rel in files:
+			with open(os.path.join(kdir, rel), errors="replace") as f:
+				old += f.read()
+	except OSError:
+		pass
+	existing = [n for n in camel if re.search(r"\b%s\b" % n, old)]
+	if not errs and not warns and not checks:
+		status = "clean"
+	else:
+		status = "%d errors, %d warnings, %d checks" % (errs, warns, len(checks))
+		if camel and existing == camel and all(c.startswith("Avoid CamelCase") for c in checks):
+			status += " (CamelCase on names the file already uses: %s)" % ", ".join(existing)
+	return {"status": status, "flags": "--no-tree" + ("" if signoff else " --no-signoff"), "output": out}
 
 
 def slug(s):
