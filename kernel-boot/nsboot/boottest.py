@@ -746,6 +746,8 @@ def main(ns) -> int:
 			per_fp = try_patch(rec, ns, scratch, paths, syms, p, docs, exs, known_fns, tests)
 			if per_fp is None:
 				return 1
+			# which code was booted: retest keeps the record only for it
+			rec['code'] = series.code_digest(paths)
 			record(results, p, rec, per_fp)
 			save(bp, kdir, results)
 	save(bp, kdir, results, round(time.monotonic() - t0))

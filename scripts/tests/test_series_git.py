@@ -174,6 +174,33 @@ class FixtureSeries(unittest.TestCase):
 		self.assertIn("recorded it as \"do not call blocking ops in sess_busy\"", patch)
 		self.assertEqual(man["tests"][fp]["boot"]["baseline_hits"], ["do not call blocking ops in sess_busy"])
 
+	def test_retest_drops_the_record_of_other_code(self):
+		"""A boot record made with other code (its digest differs from
+		the patch's now) is not claimed: the patch says it was not run."""
+		r = self.run_fixes("--confidence", "low")
+		self.assertEqual(r.returncode, 0, r.stderr)
+		man, ps = self.patches()
+		fp = ps[0]["fingerprints"][0]
+		path = os.path.join(self.out, ps[0]["patch"])
+		rec = {"status": "ok", "build": "ok", "boot": "ok", "exercised": False, "applied_after": [],
+		       "code": fixes.code_digest([path])}
+		bp = os.path.join(self.out, "boottest.json")
+		run = lambda: subprocess.run(["/usr/bin/python3", "-m", "nestsleep", "retest", self.out],
+					     capture_output=True, text=True, env=clean_env(self.tmp), timeout=300)
+		with open(bp, "w") as f:
+			json.dump({"results": {fp: rec}}, f)
+		self.assertEqual(run().returncode, 0)
+		man, ps = self.patches()
+		self.assertIn("booted with no new splat", ps[0]["tested_text"])
+		# the changelog is not code: rewriting it keeps the digest
+		self.assertEqual(fixes.code_digest([path]), rec["code"])
+		with open(bp, "w") as f:
+			json.dump({"results": {fp: dict(rec, code="0" * 16)}}, f)
+		self.assertEqual(run().returncode, 0)
+		man, ps = self.patches()
+		self.assertNotIn("booted with no new splat", ps[0]["tested_text"])
+		self.assertIn("booted an earlier version", ps[0]["tested_text"])
+
 	def test_series_no_signoff_by_default(self):
 		# a configured identity is not used to sign unless asked
 		env = clean_env(self.tmp, ("Machine Placeholder", "placeholder@example.org"))

@@ -48,7 +48,7 @@ from nestsleep.analysis import pipeline
 from nestsleep import TOP, ktree
 from nestsleep.series import effect
 from nestsleep.triage import treeid
-from nestsleep.common import UserError
+from nestsleep.common import UserError, sha1
 from nestsleep.knowledge import Knowledge
 
 RULE = "cocci/nested_sleep.cocci"
@@ -1549,6 +1549,28 @@ def rewrite_tests(out, man):
 	return n
 
 
+def code_digest(paths):
+	"""A digest of the code the patches at paths change, in order: their
+	added, removed and context lines, without the changelogs, the index
+	lines and the hunk positions (which move when an earlier patch of the
+	series changes elsewhere in the file)."""
+	h = []
+	for p in paths:
+		with open(p, errors="surrogateescape") as f:
+			lines = f.read().split("\n")
+		start = next((i for i, x in enumerate(lines) if x.startswith("diff --git ")), len(lines))
+		for x in lines[start:]:
+			if x == "-- ":
+				break
+			if x.startswith(("diff --git ", "--- ", "+++ ", "+", "-", " ")) and not x.startswith("index "):
+				h.append(x)
+	return sha1("\n".join(h).encode("utf-8", "surrogateescape"))[:16]
+
+
+STALE = ("not run on the patch as it is now: make boottest booted an earlier version of it (or of an earlier "
+	 "patch of its series)")
+
+
 def retest(out, build_kdir=None):
 	"""Put boottest.json's results into the test records (and, with
 	build_kdir, build the series in order), then rewrite the testing
@@ -1574,10 +1596,18 @@ def retest(out, build_kdir=None):
 		from nestsleep.series import inorder
 		inorder.build_all(kdir, out, man, log)
 	for s in man["series"]:
-		for e in s["patches"]:
+		for i, e in enumerate(s["patches"]):
+			code = None
 			for fp in e["fingerprints"]:
-				if fp in results:
-					man["tests"].setdefault(fp, {})["boot"] = results[fp]
+				if fp not in results:
+					continue
+				b = results[fp]
+				if b.get("code"):
+					if code is None:
+						code = code_digest([os.path.join(out, q["patch"]) for q in s["patches"][:i + 1]])
+					if b["code"] != code:
+						b = {"status": "not run", "build": "not run", "boot": "not run", "reason": STALE}
+				man["tests"].setdefault(fp, {})["boot"] = b
 	# a finding with no patch has only what its exerciser showed
 	for r in man.get("report_only", []):
 		if r["fingerprint"] in results:
