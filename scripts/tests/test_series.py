@@ -222,6 +222,11 @@ int exported_wait(void)
 }
 EXPORT_SYMBOL_GPL(exported_wait);
 
+int err_wait(void)
+{
+	return 0;
+}
+
 int unused_wait(void)
 {
 	return 0;
@@ -283,6 +288,27 @@ static int bar_probe(struct platform_device *pdev)
 	return helper();
 }
 
+static int baz_probe(struct platform_device *pdev)
+{
+	if (helper())
+		goto fail;
+	return 0;
+fail:
+	err_wait();
+	return -1;
+}
+
+static int baz_remove(struct platform_device *pdev)
+{
+	err_wait();
+	return 0;
+}
+
+static struct platform_driver baz_driver = {
+	.probe = baz_probe,
+	.remove = baz_remove,
+};
+
 static struct platform_driver bar_driver = {
 	.driver = {
 		.name = "bar",
@@ -335,6 +361,12 @@ void baz_init(struct baz *b)
 		self.assertEqual(self.text("shared_wait"),
 				 "shared_wait() is reached from the .probe member of bar_driver (struct platform_driver) "
 				 "in drivers/foo/probe.c: bar_probe() -> helper() -> shared_wait().")
+
+	def test_reached_not_after_a_label_first(self):
+		# baz_probe() calls it after the label fail:, baz_remove() on its way
+		self.assertEqual(self.text("err_wait"),
+				 "err_wait() is reached from the .remove member of baz_driver (struct platform_driver) "
+				 "in drivers/foo/probe.c: baz_remove() -> err_wait().")
 
 	def test_reached_assignment(self):
 		self.assertEqual(self.text("read_wait"),

@@ -46,6 +46,7 @@ _MEMO = {}
 
 _BLANK_RE = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
 _BRACE_RE = re.compile(r"[{}]")
+_LABEL_RE = re.compile(r"\n ?(?!default\b)[A-Za-z_]\w*:[ \t]*(?=\n)")
 _FUNC_RE = re.compile(r"^(?:[A-Za-z_][\w \t\*]*?\b)?(\w+)\s*\([^;{]*\)\s*\{", re.M)
 _DESIG_DECL = re.compile(r"struct\s+(\w+)\s+(?:const\s+)?(?:__\w+\s+)*(\w+)\s*(?:\[[^\]]*\]\s*)*"
 			 r"(?:__\w+(?:\([^()]*\))?\s*)*=\s*$")
@@ -105,6 +106,16 @@ def _enclosing(kdir, rel, code, pos):
 		ls = code.rfind("\n", 0, ls - 1) + 1
 	m = re.match(r"[ \t]*#[ \t]*define[ \t]+(\w+)\(", code[ls:pos])
 	return m.group(1) if m else None
+
+
+def _after_label(kdir, rel, code, pos):
+	"""Whether a label (at the start of a line: the error exits of a probe)
+	comes before pos in its function's body."""
+	spans = _spans(kdir, rel, code)
+	i = bisect.bisect_right(spans, (pos, len(code) + 1, "")) - 1
+	if i < 0 or not spans[i][0] < pos <= spans[i][1]:
+		return False
+	return bool(_LABEL_RE.search(code, spans[i][0], pos))
 
 
 def _is_static(code, name):
@@ -211,7 +222,7 @@ def _uses(kdir, rel, name):
 		if re.match(r"\s*\(", after):
 			caller = _enclosing(kdir, rel, code, pos)
 			if caller and caller != name:
-				yield ("call", caller)
+				yield ("call", (caller, _after_label(kdir, rel, code, pos)))
 			continue
 		before = code[max(0, pos - 200):pos]
 		if re.match(r"\s*\w", after) or re.search(r"(?:struct|enum|union|goto|#\s*define)\s+$", before):
@@ -319,36 +330,44 @@ def _grep_names(kdir, names, dirs):
 
 
 def _reach(kdir, rel, func, depth):
-	level = [(func, rel, [])]
+	"""Breadth-first over the callers: a node is (function, its file, the
+	functions from its callee down to func, whether a call on the way
+	follows a label).  At the first level with an entry, the entry of the
+	best kind wins, and among those one reached without a call after a
+	label (an error exit of a probe) is preferred."""
+	level = [(func, rel, [], False)]
 	seen = {(func, rel)}
 	callers = None
 	for _ in range(depth + 1):
-		dirs, files = _scopes(kdir, [(n, r) for n, r, _v in level])
+		dirs, files = _scopes(kdir, [(n, r) for n, r, _v, _l in level])
 		cands = {}
 		for d, names in dirs.items():
 			for f in _grep(kdir, sorted(names), [d]):
 				for n in names:
 					cands.setdefault(n, set()).add(f)
-		best, nxt = None, []
-		for name, home, via in level:
+		best, nxt = None, {}
+		for name, home, via, late in level:
 			for f in sorted(cands.get(name, set()) | files.get(name, set()), key=lambda x: (x != home, x)):
-				if f != home and _is_static(_read(kdir, f)[1] if _read(kdir, f) else "", name) \
-				   and f.endswith(".c"):
+				src = _read(kdir, f)
+				if f != home and f.endswith(".c") and src and _is_static(src[1], name):
 					continue	# a static function of the same name
 				for kind, what in _uses(kdir, f, name):
 					if kind == "call":
-						if (what, f) not in seen:
-							seen.add((what, f))
-							nxt.append((what, f, [name] + via))
-					elif best is None or ORDER.index(kind) < ORDER.index(best[0]):
-						best = (kind, what, name, f, via)
+						key, late2 = (what[0], f), late or what[1]
+						if key not in seen or (key in nxt and nxt[key][3] and not late2):
+							seen.add(key)
+							nxt[key] = (what[0], f, [name] + via, late2)
+						continue
+					rank = (ORDER.index(kind), late)
+					if best is None or rank < best[0]:
+						best = (rank, kind, what, name, f, via)
 		if callers is None:
-			callers = [(n, f) for n, f, _v in nxt]
+			callers = [(n, f) for n, f, _v, _l in nxt.values()]
 		if best:
-			kind, what, head, f, via = best
+			_rank, kind, what, head, f, via = best
 			return {"kind": kind, "text": _describe(kind, what, head, f, rel, ([head] + via) if via else []),
 				"callers": callers}
-		level = nxt
+		level = list(nxt.values())
 		if not level:
 			break
 	return {"kind": None, "text": None, "callers": callers or []}
