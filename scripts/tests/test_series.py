@@ -11,6 +11,7 @@ import unittest
 
 from nestsleep import TOP, cache_dir
 from nestsleep.series import series as fixes
+from nestsleep.series import reach
 
 KTREE = os.path.join(cache_dir(), "linux-source-6.1")
 
@@ -201,6 +202,256 @@ class TextTest(unittest.TestCase):
 		self.assertIn("(through data->phy_ops->read_bytes)", out)
 		self.assertTrue(all(len(x) <= 72 for x in out.splitlines()), out)
 
+
+class ReachedTest(unittest.TestCase):
+	"""How a wait is reached: callers across files, each entry named."""
+
+	FILES = {
+		"drivers/foo/wait.c": """
+#include "foo.h"
+/* shared_wait() is mentioned here: commented_out(shared_wait); */
+static int local_wait(void)
+{
+	return 0;
+}
+
+static int local_mid(void)
+{
+	return local_wait();
+}
+
+static ssize_t foo_read(struct file *f, char __user *b, size_t n, loff_t *p)
+{
+	return local_mid();
+}
+
+static const struct file_operations foo_fops = {
+	.owner = THIS_MODULE,
+	.read = foo_read,
+};
+
+int shared_wait(void)
+{
+	return 0;
+}
+
+int read_wait(void)
+{
+	return 0;
+}
+
+static int foo_read_op(struct foo_ops *ops)
+{
+	return read_wait();
+}
+
+void foo_setup(struct foo_ops *ops)
+{
+	ops->_read = foo_read_op;
+}
+
+int cmd_wait(void)
+{
+	return 0;
+}
+
+int foo_cmd_doit(void)
+{
+	return cmd_wait();
+}
+
+int exported_wait(void)
+{
+	return 0;
+}
+EXPORT_SYMBOL_GPL(exported_wait);
+
+int err_wait(void)
+{
+	return 0;
+}
+
+int unused_wait(void)
+{
+	return 0;
+}
+
+int lonely_wait(void)
+{
+	return 0;
+}
+
+int lonely_a(void)
+{
+	return lonely_wait();
+}
+
+static int kt_wait(void)
+{
+	return 0;
+}
+
+static int kt_fn(void *data)
+{
+	while (!kthread_should_stop())
+		kt_wait();
+	return 0;
+}
+
+void kt_start(void)
+{
+	kthread_run(kt_fn, NULL, "kt");
+}
+""",
+		"drivers/foo/other.c": """
+#include "foo.h"
+static int local_wait(void)
+{
+	return 1;
+}
+
+void other_init(struct foo_ops *ops)
+{
+	ops->read = local_wait;
+}
+
+int helper(void)
+{
+	return shared_wait();
+}
+
+int lonely_b(void)
+{
+	return lonely_wait();
+}
+""",
+		"drivers/foo/probe.c": """
+#include "foo.h"
+static int bar_probe(struct platform_device *pdev)
+{
+	return helper();
+}
+
+static int baz_probe(struct platform_device *pdev)
+{
+	if (helper())
+		goto fail;
+	return 0;
+fail:
+	err_wait();
+	return -1;
+}
+
+static int baz_remove(struct platform_device *pdev)
+{
+	err_wait();
+	return 0;
+}
+
+static struct platform_driver baz_driver = {
+	.probe = baz_probe,
+	.remove = baz_remove,
+};
+
+static struct platform_driver bar_driver = {
+	.driver = {
+		.name = "bar",
+	},
+	.probe = bar_probe,
+};
+""",
+		"drivers/foo/foo.h": """
+int helper(void);
+int foo_cmd_doit(void);
+FOO_op(FOO_CMD, 1,
+       FOO_doit(foo_cmd_doit), 0)
+""",
+		"net/baz/baz.c": """
+static void baz_work_fn(struct work_struct *w)
+{
+	exported_wait();
+}
+
+void baz_init(struct baz *b)
+{
+	INIT_WORK(&b->work, baz_work_fn);
+}
+""",
+	}
+
+	@classmethod
+	def setUpClass(cls):
+		cls.tmp = tempfile.mkdtemp(prefix="nestsleep-reached-test-")
+		for rel, text in cls.FILES.items():
+			os.makedirs(os.path.dirname(os.path.join(cls.tmp, rel)), exist_ok=True)
+			with open(os.path.join(cls.tmp, rel), "w") as f:
+				f.write(text)
+
+	@classmethod
+	def tearDownClass(cls):
+		shutil.rmtree(cls.tmp)
+
+	def text(self, func):
+		return reach.reached_text(self.tmp, "drivers/foo/wait.c", func)
+
+	def test_reached_static_in_own_file(self):
+		# other.c has a static local_wait() of its own, assigned to ops->read: not this one
+		self.assertEqual(self.text("local_wait"),
+				 "local_wait() is reached from the .read member of foo_fops (struct file_operations): "
+				 "foo_read() -> local_mid() -> local_wait().")
+		self.assertEqual(reach.reached(self.tmp, "drivers/foo/wait.c", "local_wait")[0], "fops")
+
+	def test_reached_probe_in_a_third_file(self):
+		self.assertEqual(self.text("shared_wait"),
+				 "shared_wait() is reached from the .probe member of bar_driver (struct platform_driver) "
+				 "in drivers/foo/probe.c: bar_probe() -> helper() -> shared_wait().")
+
+	def test_reached_not_after_a_label_first(self):
+		# baz_probe() calls it after the label fail:, baz_remove() on its way
+		self.assertEqual(self.text("err_wait"),
+				 "err_wait() is reached from the .remove member of baz_driver (struct platform_driver) "
+				 "in drivers/foo/probe.c: baz_remove() -> err_wait().")
+
+	def test_reached_assignment(self):
+		self.assertEqual(self.text("read_wait"),
+				 "read_wait() is reached through ops->_read (assigned in wait.c): "
+				 "foo_read_op() -> read_wait().")
+		self.assertEqual(self.text("foo_read_op"), "foo_read_op() is assigned to ops->_read (wait.c).")
+
+	def test_reached_macro_argument(self):
+		self.assertEqual(self.text("cmd_wait"),
+				 "cmd_wait() is reached from foo_cmd_doit(), named as an argument of FOO_doit() at "
+				 "drivers/foo/foo.h:5 (\"FOO_doit(foo_cmd_doit), 0)\"): foo_cmd_doit() -> cmd_wait().")
+
+	def test_reached_exported_from_another_dir(self):
+		self.assertEqual(self.text("exported_wait"),
+				 "exported_wait() is reached from a work item function set up with INIT_WORK() in "
+				 "net/baz/baz.c: baz_work_fn() -> exported_wait().")
+
+	def test_reached_kthread(self):
+		self.assertEqual(self.text("kt_wait"),
+				 "kt_wait() is reached from a kthread function started with kthread_run(): "
+				 "kt_fn() -> kt_wait().")
+
+	def test_reached_callers_but_no_entry(self):
+		self.assertEqual(self.text("lonely_wait"),
+				 "How lonely_wait() is reached at run time is not known; it is called from lonely_a() "
+				 "(wait.c) and lonely_b() (drivers/foo/other.c).")
+
+	def test_reached_no_caller(self):
+		self.assertIsNone(reach.reached(self.tmp, "drivers/foo/wait.c", "unused_wait"))
+		self.assertEqual(self.text("unused_wait"),
+				 "No caller of unused_wait() was found in the tree; it may be called through a pointer.")
+
+	def test_reached_paragraph_of_many(self):
+		out = reach.reached_sentences(self.tmp, [("drivers/foo/wait.c", "kt_wait"),
+							 ("drivers/foo/wait.c", "unused_wait"),
+							 ("drivers/foo/wait.c", "lonely_wait")])
+		self.assertEqual(out, [
+			"kt_wait() is reached from a kthread function started with kthread_run(): kt_fn() -> kt_wait().",
+			"How lonely_wait() is reached at run time is not known; it is called from lonely_a() "
+			"(wait.c) and lonely_b() (drivers/foo/other.c).",
+			"No caller of unused_wait() was found in the tree; it may be called through a pointer."])
 
 
 class SeriesTest(unittest.TestCase):

@@ -47,6 +47,7 @@ import tempfile
 from nestsleep.analysis import pipeline
 from nestsleep import TOP, ktree
 from nestsleep.series import effect
+from nestsleep.series.reach import reached_sentences
 from nestsleep.triage import treeid
 from nestsleep.common import UserError, sha1
 from nestsleep.knowledge import Knowledge
@@ -332,80 +333,8 @@ def is_netdev(rcpt):
 # ---------------------------------------------------------------------------
 # How a wait is reached
 
-ENTRY_STRUCTS = ("file_operations", "proc_ops", "v4l2_file_operations", "block_device_operations",
-		 "tty_operations", "net_device_ops")
-
-
-def reached(kdir, rel, func, depth=3):
-	"""How func is reached, from its callers in its own file: ('fops',
-	'the .read member of acpi_aml_operations (struct file_operations)'),
-	('ioctl', ...), ('kthread', ...) or None when that is not shown."""
-	try:
-		with open(os.path.join(kdir, rel), errors="replace") as f:
-			text = f.read()
-	except OSError:
-		return None
-	seen, todo = set(), [(func, [])]
-	while todo:
-		fn, via = todo.pop(0)
-		if fn in seen or len(via) > depth:
-			continue
-		seen.add(fn)
-		fnre = re.escape(fn)
-		hit = re.search(r"\bkthread_(?:run|create|run_on_cpu|create_on_node|create_worker)\s*\(\s*&?%s\b" % fnre,
-				text)
-		if hit:
-			return ("kthread", "%s() runs as a kthread function (started with %s())%s" % (
-				fn, hit.group(0).split("(")[0].strip(), _via(via)))
-		for m in re.finditer(r"\.\s*(\w+)\s*=\s*&?%s\s*[,}\n]" % fnre, text):
-			# the struct this initializer belongs to
-			head = text.rfind("{", 0, m.start())
-			decl = text[text.rfind(";", 0, head) + 1 if head >= 0 else 0:head]
-			sm = re.search(r"struct\s+(\w+)\s+(\w+)\s*(?:\[\s*\w*\s*\])?\s*=\s*$", decl.strip() + " ")
-			sm = sm or re.search(r"struct\s+(\w+)\s+(\w+)", decl)
-			if not sm:
-				continue
-			stype, var = sm.group(1), sm.group(2)
-			member = m.group(1)
-			kind = "ioctl" if "ioctl" in member else "fops" if stype in ENTRY_STRUCTS else None
-			if kind:
-				return (kind, "%s() is the .%s member of %s (struct %s)%s" % (
-					fn, member, var, stype, _via(via)))
-		# callers in the file: a function body that calls fn
-		for m in re.finditer(r"\b%s\s*\(" % fnre, text):
-			caller = _enclosing(text, m.start())
-			if caller and caller != fn:
-				todo.append((caller, via + [fn]))
-	return None
-
-
-def _via(via):
-	return ", and calls %s" % " -> ".join("%s()" % x for x in reversed(via)) if via else ""
-
-
-_FUNC_RE = re.compile(r"^[A-Za-z_][\w \t\*]*?\b(\w+)\s*\([^;{]*\)\s*\{", re.M)
-
-
-def _enclosing(text, pos):
-	"""The name of the function whose body holds pos (top-level braces)."""
-	best = None
-	for m in _FUNC_RE.finditer(text, 0, pos):
-		best = m
-	if not best:
-		return None
-	depth = 0
-	for ch in text[best.end() - 1:pos]:
-		depth += ch == "{"
-		depth -= ch == "}"
-	return best.group(1) if depth > 0 else None
-
-
-def reached_text(kdir, rel, func):
-	r = reached(kdir, rel, func)
-	if r:
-		return r[1] + "."
-	return ("How %s() is reached at run time is not known: none of its callers in %s is a file_operations "
-		"member, an ioctl handler or a kthread function." % (func, os.path.basename(rel)))
+# reached(), reached_text() and reached_sentences() are in reach.py: one sentence
+# per wait for the changelog.
 
 
 # ---------------------------------------------------------------------------
@@ -707,15 +636,7 @@ def changelog(kdir, group, table, records, signoff, tags):
 	else:
 		paras += problem_paragraphs(kdir, group[0][1], table)
 	paras += effect_paragraphs([effect_inputs(kdir, fs, table) for name, fs in group], records)
-	known = [reached_text(kdir, fs[0]["file"], fs[0]["function"]) for name, fs in group
-		 if reached(kdir, fs[0]["file"], fs[0]["function"])]
-	unknown = [fs[0]["function"] + "()" for name, fs in group if not reached(kdir, fs[0]["file"], fs[0]["function"])]
-	if len(unknown) > 1:
-		known.append("How %s and %s are reached at run time is not known: none of their callers in %s is a "
-			     "file_operations member, an ioctl handler or a kthread function." % (
-				     ", ".join(unknown[:-1]), unknown[-1], os.path.basename(group[0][1][0]["file"])))
-	elif unknown:
-		known.append(reached_text(kdir, group[0][1][0]["file"], unknown[0][:-2]))
+	known = [noline(x) for x in reached_sentences(kdir, [(fs[0]["file"], fs[0]["function"]) for name, fs in group])]
 	paras.append(wrap(" ".join(known)))
 	reasons = shared([(fs[0]["function"], [noline(fs[0]["fix"]["reason"])]) for name, fs in group])
 	restore = all(fs[0]["fix"]["kind"] == "restore" for name, fs in group)

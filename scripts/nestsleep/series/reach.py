@@ -1,0 +1,428 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""How a wait is reached at run time, for a changelog.
+
+From the wait's function, callers are followed breadth-first across files
+(up to 4 levels) until an entry is found: a function started as a kthread, a
+work item or a threaded interrupt handler, a designated initializer
+'.member = fn' of 'struct S var', an assignment 'x->member = fn;', or a
+function named as an argument of a macro or call.  Callers of a static
+function are looked for in its own file (and the .c files that #include
+it); callers of another function in the directory tree of its Makefile,
+and in the whole tree when it is exported or named in a header under
+include/.  Every search
+is one grep per level and scope, so a series' worth of waits stays cheap."""
+
+import bisect
+import os
+import re
+import subprocess
+
+ENTRY_STRUCTS = ("file_operations", "proc_ops", "v4l2_file_operations", "block_device_operations",
+		 "tty_operations", "net_device_ops")
+
+# callee -> (kind, argument index of the function)
+STARTERS = {"kthread_run": ("kthread", 0), "kthread_create": ("kthread", 0),
+	    "kthread_run_on_cpu": ("kthread", 0), "kthread_create_on_node": ("kthread", 0),
+	    "kthread_create_on_cpu": ("kthread", 0), "kthread_create_worker": ("kthread", 0),
+	    "INIT_WORK": ("work", 1), "INIT_DELAYED_WORK": ("work", 1), "INIT_WORK_ONSTACK": ("work", 1),
+	    "INIT_DEFERRABLE_WORK": ("work", 1), "INIT_DELAYED_WORK_ONSTACK": ("work", 1),
+	    "DECLARE_WORK": ("work", 1), "DECLARE_DELAYED_WORK": ("work", 1),
+	    "request_threaded_irq": ("irq", 2), "devm_request_threaded_irq": ("irq", 3)}
+KIND_WORDS = {"kthread": "a kthread function started with %s()",
+	      "work": "a work item function set up with %s()",
+	      "irq": "a threaded interrupt handler passed to %s()"}
+# a name in these is no use of the function
+NOT_USES = re.compile(r"EXPORT_SYMBOL\w*|EXPORT_\w*SYMBOL\w*|ALLOW_ERROR_INJECTION|NOKPROBE_SYMBOL|"
+		      r"EXPORT_TRACEPOINT_SYMBOL\w*|BTF_ID\w*|__ADDRESSABLE|typeof|__typeof__|sizeof$")
+# the order an entry is preferred in, among those of one level
+ORDER = ("kthread", "work", "irq", "ioctl", "fops", "member", "assign", "arg", "ref")
+DEPTH = 4
+MAX_NAMES = 3
+
+_CODE = {}
+_SPANS = {}
+_INCLUDERS = {}
+_MEMO = {}
+
+_BLANK_RE = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
+_BRACE_RE = re.compile(r"[{}]")
+_LABEL_RE = re.compile(r"\n ?(?!default\b)[A-Za-z_]\w*:[ \t]*(?=\n)")
+_FUNC_RE = re.compile(r"^(?:[A-Za-z_][\w \t\*]*?\b)?(\w+)\s*\([^;{]*\)\s*\{", re.M)
+_DESIG_DECL = re.compile(r"struct\s+(\w+)\s+(?:const\s+)?(?:__\w+\s+)*(\w+)\s*(?:\[[^\]]*\]\s*)*"
+			 r"(?:__\w+(?:\([^()]*\))?\s*)*=\s*$")
+
+
+def _blank(m):
+	s = m.group(0)
+	if s[0] in "\"'":
+		return s[0] + re.sub(r"[^\n]", " ", s[1:-1]) + s[-1]
+	return re.sub(r"[^\n]", " ", s)
+
+
+def _read(kdir, rel):
+	"""(raw text, code text with comments and string contents blanked) or None."""
+	key = (kdir, rel)
+	if key not in _CODE:
+		try:
+			with open(os.path.join(kdir, rel), errors="replace") as f:
+				raw = f.read()
+		except OSError:
+			_CODE[key] = None
+		else:
+			_CODE[key] = (raw, _BLANK_RE.sub(_blank, raw))
+	return _CODE[key]
+
+
+def _spans(kdir, rel, code):
+	"""[(body start, body end, name)] of the functions defined in rel."""
+	key = (kdir, rel)
+	if key not in _SPANS:
+		out = []
+		end = 0
+		for m in _FUNC_RE.finditer(code):
+			start = m.end() - 1
+			if start < end:
+				continue
+			depth, end = 0, len(code)
+			for b in _BRACE_RE.finditer(code, start):
+				depth += 1 if b.group(0) == "{" else -1
+				if not depth:
+					end = b.start()
+					break
+			out.append((start, end, m.group(1)))
+		_SPANS[key] = out
+	return _SPANS[key]
+
+
+def _enclosing(kdir, rel, code, pos):
+	"""The function whose body holds pos, or the macro whose #define does."""
+	spans = _spans(kdir, rel, code)
+	i = bisect.bisect_right(spans, (pos, len(code) + 1, "")) - 1
+	if i >= 0 and spans[i][0] < pos <= spans[i][1]:
+		return spans[i][2]
+	# a #define, continued over backslashed lines
+	ls = code.rfind("\n", 0, pos) + 1
+	while ls > 1 and code[ls - 2] == "\\":
+		ls = code.rfind("\n", 0, ls - 1) + 1
+	m = re.match(r"[ \t]*#[ \t]*define[ \t]+(\w+)\(", code[ls:pos])
+	return m.group(1) if m else None
+
+
+def _after_label(kdir, rel, code, pos):
+	"""Whether a label (at the start of a line: the error exits of a probe)
+	comes before pos in its function's body."""
+	spans = _spans(kdir, rel, code)
+	i = bisect.bisect_right(spans, (pos, len(code) + 1, "")) - 1
+	if i < 0 or not spans[i][0] < pos <= spans[i][1]:
+		return False
+	return bool(_LABEL_RE.search(code, spans[i][0], pos))
+
+
+def _is_static(code, name):
+	"""Whether name is defined static in code (None when no definition is seen)."""
+	for m in re.finditer(r"(?<![\w.>])%s\s*\([^;{]*\)\s*\{" % re.escape(name), code):
+		head = re.split(r"[;{}]|\n[ \t]*#[^\n]*", code[max(0, m.start() - 300):m.start()])[-1]
+		if head.count("(") == head.count(")") and "=" not in head:
+			return bool(re.search(r"\bstatic\b", head))
+	return None
+
+
+def _grep(kdir, names, dirs, fixed=False):
+	"""kdir-relative .c/.h files under dirs that hold one of names as a word."""
+	if not names or not dirs:
+		return []
+	pat = "|".join(sorted(names)) if not fixed else names[0]
+	cmd = ["grep", "-rl", "-F" if fixed else "-wE", "--include=*.c", "--include=*.h", "-e", pat, "--"] + dirs
+	r = subprocess.run(cmd, cwd=kdir, capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
+	out = []
+	for x in r.stdout.splitlines():
+		x = os.path.normpath(x)
+		if not x.startswith(("tools/", "scripts/", "Documentation/")):
+			out.append(x)
+	return out
+
+
+def _includers(kdir, rel):
+	"""The files in rel's directory tree that #include the .c file rel."""
+	key = (kdir, rel)
+	if key not in _INCLUDERS:
+		base = os.path.basename(rel)
+		out = []
+		for f in _grep(kdir, [base + '"'], [os.path.dirname(rel) or "."], fixed=True):
+			src = _read(kdir, f)
+			if f != rel and src and re.search(r'#\s*include\s*"(?:[^"]*/)?%s"' % re.escape(base), src[1]):
+				out.append(f)
+		_INCLUDERS[key] = out
+	return _INCLUDERS[key]
+
+
+def _callee(code, pos):
+	"""(name, argument index) of the innermost call or macro use whose
+	parentheses hold pos, or None."""
+	depth, args = 0, 0
+	i = pos - 1
+	lo = max(0, pos - 4000)
+	while i >= lo:
+		c = code[i]
+		if c in ")]":
+			depth += 1
+		elif c in "([":
+			if depth:
+				depth -= 1
+			elif c == "[":
+				return None
+			else:
+				m = re.search(r"(\w+)\s*$", code[max(0, i - 80):i])
+				return (m.group(1), args) if m else None
+		elif c == "," and not depth:
+			args += 1
+		elif c in ";{}" and not depth:
+			return None
+		i -= 1
+	return None
+
+
+def _struct_of(code, pos):
+	"""(struct type, variable) of the initializer that holds pos."""
+	depth = 0
+	i = pos - 1
+	lo = max(0, pos - 20000)
+	while i >= lo:
+		c = code[i]
+		if c == "}":
+			depth += 1
+		elif c == "{":
+			if depth:
+				depth -= 1
+			else:
+				m = _DESIG_DECL.search(code[max(0, i - 300):i])
+				if m:
+					return m.group(1), m.group(2)
+		elif c == ";" and not depth:
+			return None
+		i -= 1
+	return None
+
+
+def _line(raw, pos):
+	"""(line number, the line trimmed) of pos."""
+	ls = raw.rfind("\n", 0, pos) + 1
+	le = raw.find("\n", pos)
+	return raw.count("\n", 0, pos) + 1, " ".join(raw[ls:le if le >= 0 else len(raw)].split())
+
+
+def _uses(kdir, rel, name):
+	"""The uses of name in rel: ('call', caller) or (kind, words)."""
+	src = _read(kdir, rel)
+	if not src:
+		return
+	raw, code = src
+	for m in re.finditer(r"(?<![\w.>])%s\b" % re.escape(name), code):
+		pos, after = m.start(), code[m.end():m.end() + 200]
+		if re.match(r"\s*\(", after):
+			caller = _enclosing(kdir, rel, code, pos)
+			if caller and caller != name:
+				yield ("call", (caller, _after_label(kdir, rel, code, pos)))
+			continue
+		before = code[max(0, pos - 200):pos]
+		if re.match(r"\s*\w", after) or re.search(r"(?:struct|enum|union|goto|#\s*define)\s+$", before):
+			continue
+		call = _callee(code, pos)
+		if call and call[0] in STARTERS and STARTERS[call[0]][1] == call[1]:
+			yield (STARTERS[call[0]][0], KIND_WORDS[STARTERS[call[0]][0]] % call[0])
+			continue
+		d = re.search(r"\.\s*(\w+)\s*=\s*&?\s*$", before)
+		if d and re.match(r"\s*[,}]", after):
+			st = _struct_of(code, pos)
+			if st:
+				member, (stype, var) = d.group(1), st
+				kind = "ioctl" if "ioctl" in member else "fops" if stype in ENTRY_STRUCTS else "member"
+				yield (kind, "the .%s member of %s (struct %s)" % (member, var, stype))
+				continue
+		a = re.search(r"([\w\]\[]+(?:\s*(?:->|\.)\s*[\w\]\[]+)+)\s*=\s*&?\s*$", before)
+		if a and re.match(r"\s*;", after):
+			yield ("assign", re.sub(r"\s+", "", a.group(1)))
+			continue
+		if call and NOT_USES.match(call[0]):
+			continue
+		line, text = _line(raw, pos)
+		if call:
+			if call[1]:
+				start = code.rfind(call[0] + "(", max(0, pos - 4000), pos)
+				text = _line(raw, start)[1] + " ... " + text if 0 <= start < raw.rfind("\n", 0, pos) else text
+			yield ("arg", (call[0], line, text))
+		else:
+			yield ("ref", (line, text))
+
+
+def _where(rel, home):
+	return os.path.basename(rel) if rel == home else rel
+
+
+def _describe(kind, words, head, rel, home, via):
+	"""The sentence for an entry of kind found for head in rel; via are the
+	functions from head down to the wait (empty when head is the wait)."""
+	fn = via[-1] if via else head
+	chain = ": " + " -> ".join("%s()" % x for x in via) if via else ""
+	inn = " in %s" % rel if rel != home else ""
+	if kind in ("kthread", "work", "irq"):
+		return "%s() is %s%s%s%s" % (fn, "reached from " if via else "", words, inn, chain)
+	if kind in ("ioctl", "fops", "member"):
+		return "%s() is %s%s%s%s" % (fn, "reached from " if via else "", words, inn, chain)
+	if kind == "assign":
+		if via:
+			return "%s() is reached through %s (assigned in %s)%s" % (fn, words, _where(rel, home), chain)
+		return "%s() is assigned to %s (%s)" % (fn, words, _where(rel, home))
+	if kind == "arg":
+		what = "named as an argument of %s() at %s:%d (\"%s\")" % (words[0], _where(rel, home), words[1],
+									   words[2])
+	else:
+		what = "named at %s:%d (\"%s\")" % (_where(rel, home), words[0], words[1])
+	if via:
+		return "%s() is reached from %s(), %s%s" % (fn, head, what, chain)
+	return "%s() is %s" % (fn, what)
+
+
+def _build_dir(kdir, rel):
+	"""The directory of rel's nearest Makefile or Kbuild: the files built
+	with it (nfp/nfpcore/*.c are built by nfp/Makefile)."""
+	d = os.path.dirname(rel)
+	while d and not any(os.path.isfile(os.path.join(kdir, d, x)) for x in ("Makefile", "Kbuild")):
+		d = os.path.dirname(d)
+	return d or os.path.dirname(rel) or "."
+
+
+def _scopes(kdir, level):
+	"""({search dir: names}, {name: files}) for the (name, file) pairs of
+	one level: a static function's own file and its includers, another's
+	directory tree, or the whole tree when it is exported or named in a
+	header under include/."""
+	dirs, files, wide, maybe = {}, {}, [], []
+	for name, rel in level:
+		src = _read(kdir, rel)
+		code = src[1] if src else ""
+		if rel.endswith(".c") and _is_static(code, name):
+			files.setdefault(name, set()).update([rel] + _includers(kdir, rel))
+			continue
+		dirs.setdefault(_build_dir(kdir, rel), set()).add(name)
+		if rel.startswith("include/") or re.search(r"\bEXPORT_\w*SYMBOL\w*\(\s*%s\s*\)" % re.escape(name), code):
+			wide.append(name)
+		else:
+			maybe.append(name)
+	if maybe:
+		wide += sorted(_grep_names(kdir, maybe, ["include"]))
+	for d in dirs:
+		dirs[d] -= set(wide)
+	if wide:
+		dirs.setdefault(".", set()).update(wide)
+	return {d: n for d, n in dirs.items() if n}, files
+
+
+def _grep_names(kdir, names, dirs):
+	"""Which of names occur as a word in the files under dirs."""
+	found = set()
+	pat = re.compile(r"\b(%s)\b" % "|".join(map(re.escape, names)))
+	for f in _grep(kdir, names, dirs):
+		src = _read(kdir, f)
+		if src:
+			found.update(pat.findall(src[1]))
+	return found
+
+
+def _reach(kdir, rel, func, depth):
+	"""Breadth-first over the callers: a node is (function, its file, the
+	functions from its callee down to func, whether a call on the way
+	follows a label).  At the first level with an entry, the entry of the
+	best kind wins, and among those one reached without a call after a
+	label (an error exit of a probe) is preferred."""
+	level = [(func, rel, [], False)]
+	seen = {(func, rel)}
+	callers = None
+	for _ in range(depth + 1):
+		dirs, files = _scopes(kdir, [(n, r) for n, r, _v, _l in level])
+		cands = {}
+		for d, names in dirs.items():
+			for f in _grep(kdir, sorted(names), [d]):
+				for n in names:
+					cands.setdefault(n, set()).add(f)
+		best, nxt = None, {}
+		for name, home, via, late in level:
+			for f in sorted(cands.get(name, set()) | files.get(name, set()), key=lambda x: (x != home, x)):
+				src = _read(kdir, f)
+				if f != home and f.endswith(".c") and src and _is_static(src[1], name):
+					continue	# a static function of the same name
+				for kind, what in _uses(kdir, f, name):
+					if kind == "call":
+						key, late2 = (what[0], f), late or what[1]
+						if key not in seen or (key in nxt and nxt[key][3] and not late2):
+							seen.add(key)
+							nxt[key] = (what[0], f, [name] + via, late2)
+						continue
+					rank = (ORDER.index(kind), late)
+					if best is None or rank < best[0]:
+						best = (rank, kind, what, name, f, via)
+		if callers is None:
+			callers = [(n, f) for n, f, _v, _l in nxt.values()]
+		if best:
+			_rank, kind, what, head, f, via = best
+			return {"kind": kind, "text": _describe(kind, what, head, f, rel, ([head] + via) if via else []),
+				"callers": callers}
+		level = list(nxt.values())
+		if not level:
+			break
+	return {"kind": None, "text": None, "callers": callers or []}
+
+
+def _result(kdir, rel, func, depth=DEPTH):
+	key = (os.path.realpath(kdir), rel, func, depth)
+	if key not in _MEMO:
+		_MEMO[key] = _reach(key[0], rel, func, depth)
+	return _MEMO[key]
+
+
+def reached(kdir, rel, func, depth=DEPTH):
+	"""(kind, how func is reached) or None when no entry is found within
+	depth levels of callers.  kind is 'kthread', 'work', 'irq', 'ioctl',
+	'fops' (a member of an ENTRY_STRUCTS struct), 'member', 'assign', 'arg'
+	or 'ref'."""
+	r = _result(kdir, rel, func, depth)
+	return (r["kind"], r["text"]) if r["kind"] else None
+
+
+def _called_from(callers, home):
+	names = ["%s() (%s)" % (n, _where(f, home)) for n, f in callers]
+	if len(names) > MAX_NAMES:
+		names = names[:MAX_NAMES] + ["%d more" % (len(names) - MAX_NAMES)]
+	return names[0] if len(names) == 1 else "%s and %s" % (", ".join(names[:-1]), names[-1])
+
+
+def reached_text(kdir, rel, func):
+	"""One sentence: how func is reached, or what is known of its callers."""
+	r = _result(kdir, rel, func)
+	if r["kind"]:
+		return r["text"] + "."
+	if r["callers"]:
+		return "How %s() is reached at run time is not known; it is called from %s." % (
+			func, _called_from(r["callers"], rel))
+	return "No caller of %s() was found in the tree; it may be called through a pointer." % func
+
+
+def reached_sentences(kdir, items):
+	"""The sentences for [(file, function)]: first those reached from an
+	entry, then those with callers but no entry, then those without
+	callers (several of these in one sentence)."""
+	known, unknown, none = [], [], []
+	for rel, func in items:
+		r = _result(kdir, rel, func)
+		if r["kind"]:
+			known.append(reached_text(kdir, rel, func))
+		elif r["callers"]:
+			unknown.append(reached_text(kdir, rel, func))
+		else:
+			none.append(func + "()")
+	if len(none) > 1:
+		unknown.append("No caller of %s or %s was found in the tree; they may be called through a pointer." % (
+			", ".join(none[:-1]), none[-1]))
+	elif none:
+		unknown.append(reached_text(kdir, *[(r, f) for r, f in items if f + "()" == none[0]][0]))
+	return known + unknown
