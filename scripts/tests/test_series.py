@@ -92,6 +92,19 @@ class TestedTextTest(unittest.TestCase):
 		self.assertEqual(self.text(None), fixes.NOT_TESTED)
 
 
+class TestingNoteTest(unittest.TestCase):
+	def test_fixes_testing_note_names_the_patches(self):
+		"""The cover letter says which patch each testing text is for."""
+		recs = {"f1": {"boot": {"build": "ok", "boot": "ok", "status": "ok"}}}
+		ent = {"patches": [{"fingerprints": ["f1"]}, {"fingerprints": ["f2"]}, {"fingerprints": ["f3"]}]}
+		t = fixes.testing_note(ent, recs)
+		self.assertRegex(t, r"Patch 1/3: [^:]*booted")
+		self.assertIn("Patches 2/3, 3/3: ", t)
+		self.assertNotIn("of 3)", t)
+		one = fixes.testing_note({"patches": [{"fingerprints": ["f2"]}, {"fingerprints": ["f3"]}]}, recs)
+		self.assertIn("the same for all 2 patches", one)
+
+
 class SelectTest(unittest.TestCase):
 	"""Which findings get a patch."""
 
