@@ -100,6 +100,27 @@ def finding(src, func, prim, nth=0):
 		"col": lines[i].index(prim + "("), "confidence": "high", "paths": [{"line": i + 1}]}
 
 
+class IncludeOrderTest(unittest.TestCase):
+	def test_nearly_sorted_includes_keep_their_order(self):
+		"""spi-nor's core.c: err.h, errno.h, delay.h are out of order, yet
+		<linux/sched/signal.h> goes before <linux/sched/task_stack.h>."""
+		src = ("#include <linux/err.h>\n#include <linux/errno.h>\n#include <linux/delay.h>\n"
+		       "#include <linux/mutex.h>\n#include <linux/sched/task_stack.h>\n#include <linux/spi/flash.h>\n"
+		       "\nstruct dev { wait_queue_head_t wq; };\nint dev_ready(struct dev *d);\n\n"
+		       "int f(struct dev *d)\n{\n\treturn wait_event_killable(d->wq, dev_ready(d));\n}\n")
+		tmp = tempfile.mkdtemp(prefix="nestsleep-t-")
+		self.addCleanup(shutil.rmtree, tmp)
+		with open(os.path.join(tmp, "t.c"), "w") as f:
+			f.write(src)
+		fx = NoWakers(tmp, KN)
+		u = fixer.Unit("t.c", "f", None)
+		fx.plan(finding(src, "f", "wait_event_killable"), u)
+		fx.finish(u)
+		diff = fx.diff(u.edits)
+		self.assertIn(" #include <linux/mutex.h>\n+#include <linux/sched/signal.h>\n #include <linux/sched/task_stack.h>",
+			      diff)
+
+
 class FlipCompareTest(unittest.TestCase):
 	def test_one_comparison_is_flipped(self):
 		"""xen-netfront: 'while (!(state(dev) == X))' reads 'while (state(dev) != X)'."""

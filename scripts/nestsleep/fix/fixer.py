@@ -878,11 +878,15 @@ class Fixer:
 			name = header[len("linux/"):]
 			at = None
 			names = [mm.group(1) for mm in incs]
-			if names == sorted(names):
-				for mm in incs:
-					if mm.group(1) > name:
-						at = mm.start()
-						break
+			if sum(a > b for a, b in zip(names, names[1:])) <= 2:
+				# sorted, or nearly (spi-nor's core.c has err.h before
+				# errno.h before delay.h): after the last name that sorts
+				# before header
+				before = [k for k, x in enumerate(names) if x < name]
+				if not before:
+					at = incs[0].start()
+				elif before[-1] + 1 < len(incs):
+					at = incs[before[-1] + 1].start()
 			if at is None:
 				at = incs[-1].end()
 		u.add(rel, Edit(at, at, "#include <%s>\n" % header, key=("inc", header)))
