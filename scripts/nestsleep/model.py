@@ -117,3 +117,8 @@ class SitePath:
 	# False when the chain ends in the bare might_sleep() annotation and no
 	# other chain through the call reaches a primitive that blocks
 	blocks: bool = True
+	# a chain through the same call that ends in a primitive whose sleep
+	# does not hang on the allocation flags or a page fault (the first
+	# chain's group is one of those): xenbus_read() -> join() ->
+	# kasprintf() beside xs_talkv() -> read_reply() -> wait_event()
+	also: Tuple[str, ...] = ()

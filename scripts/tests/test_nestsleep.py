@@ -382,6 +382,27 @@ class CliTest(unittest.TestCase):
 		self.assertEqual(got["w1"], ("might_sleep", False))
 		self.assertEqual(got["w2"][1], True)
 
+	def test_conditional_sleep_gets_a_certain_chain_too(self):
+		"""xen-netfront: the best chain ends in an allocation (it sleeps
+		only under reclaim); the path also keeps a chain that blocks
+		without that condition, for the changelog."""
+		src = ("static void take(struct s *x)\n{\n\tmutex_lock(&x->m);\n}\n"
+		       "static int get(struct s *x)\n{\n\tx->p = kmalloc(8, GFP_KERNEL);\n\ttake(x);\n\treturn 1;\n}\n"
+		       "static int alloc_only(struct s *x)\n{\n\tx->p = kmalloc(8, GFP_KERNEL);\n\treturn 1;\n}\n"
+		       "int w(struct s *x)\n{\n\twait_event(x->wq, get(x));\n\twait_event(x->wq, alloc_only(x));\n"
+		       "\treturn 0;\n}\n")
+		with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as c:
+			with open(os.path.join(d, "a.c"), "w") as f:
+				f.write(src)
+			js = os.path.join(c, "out.json")
+			r = self.run_cli("--kdir", d, "--cache", c, "--json", js)
+			self.assertEqual(r.returncode, 0, r.stderr)
+			with open(js) as f:
+				got = {x["call"]: x["paths"][0] for x in json.load(f)["findings"]}
+		self.assertEqual(got["get"]["chain"], ["get", "kmalloc"])
+		self.assertEqual(got["get"]["also"], ["get", "take", "mutex_lock"])
+		self.assertNotIn("also", got["alloc_only"])
+
 	def test_guard_hints_and_function_coverage(self):
 		"""The scoped_guard hints keep guarded functions; the JSON coverage
 		counts them (4 in the fixture), and counts them dropped without."""

@@ -406,7 +406,7 @@ def site_paths(site_targets, ana, later, same=None):
 			pen = max(pen, 3)
 		locs = ((r.file, r.cline),) + w.locs[1:]
 		findings.setdefault(key, []).append(SitePath(r, w.chain, w.effect, w.group, pen, locs,
-							     blocks=blocks(w, c, tg, r, ana)))
+							     blocks=blocks(w, c, tg, r, ana), also=also(w, c, tg, r, ana)))
 	return findings
 
 
@@ -425,6 +425,22 @@ def blocks(w, c, tg, r, ana):
 	if w.group != "might_sleep" or w.chain[-1] not in BARE_ANNOTATIONS:
 		return True
 	return ana.witness(c, tg, ana.summary_without("might_sleep"), r.file, exclude=("might_sleep",)) is not None
+
+
+# the groups whose sleep depends on run-time conditions the chain does not
+# show: the allocation flags and memory pressure, a page fault
+CONDITIONAL_GROUPS = ("gfp_alloc", "user_copy", "vmalloc")
+
+
+def also(w, c, tg, r, ana):
+	"""Another chain through call c when w's sleep is conditional (its
+	group is in CONDITIONAL_GROUPS): the best one that ends in none of
+	those groups and not in might_sleep() itself, or ()."""
+	if w.group not in CONDITIONAL_GROUPS:
+		return ()
+	ex = CONDITIONAL_GROUPS + ("might_sleep",)
+	w2 = ana.witness(c, tg, ana.summary_without(ex), r.file, exclude=ex)
+	return w2.chain if w2 is not None else ()
 
 
 def wait_loop(toks, paths):

@@ -220,9 +220,11 @@ class Analysis:
 		self.summaries_without = {}
 
 	def summary_without(self, group):
-		"""Summaries whose chains do not end in group (computed once)."""
+		"""Summaries whose chains do not end in group, a group name or a
+		tuple of them (computed once)."""
 		if group not in self.summaries_without:
-			self.summaries_without[group] = summarize_mod.summarize(self.nodes, MAX_ROUNDS, exclude=(group,), args=self.args)
+			ex = group if isinstance(group, tuple) else (group,)
+			self.summaries_without[group] = summarize_mod.summarize(self.nodes, MAX_ROUNDS, exclude=ex, args=self.args)
 		return self.summaries_without[group]
 
 	def witness(self, c, tg, summ, at, exclude=()):
