@@ -105,6 +105,27 @@ class TestingNoteTest(unittest.TestCase):
 		self.assertIn("the same for all 2 patches", one)
 
 
+class SubjectTest(unittest.TestCase):
+	@staticmethod
+	def unit(func, prim="wait_event_killable", shape="wait_event", role="cond", file="drivers/mtd/spi-nor/core.c"):
+		return ("%s:%s" % (file, func), [{"function": func, "primitive": prim, "shape": shape, "role": role,
+						 "file": file}])
+
+	def test_fixes_subject_says_what_the_waits_are(self):
+		"""No "and 3 more": a subject that cannot name every function
+		names the kind of wait and how many."""
+		g = [self.unit(n) for n in ("spi_nor_lock_device", "spi_nor_rww_start_exclusive", "spi_nor_prep_and_lock_pe",
+					    "spi_nor_prep_and_lock_rd")]
+		self.assertEqual(fixes.subject_core("mtd: spi-nor:", g),
+				 "mtd: spi-nor: fix nested sleeps in 4 wait_event_killable() conditions")
+		g = [self.unit("_drbd_request_state", "wait_event_interruptible", file="drivers/block/drbd/drbd_state.c"),
+		     self.unit("drbd_request_detach_interruptible", "wait_event_interruptible_timeout",
+			       file="drivers/block/drbd/drbd_state.c")]
+		self.assertEqual(fixes.subject_core("drbd:", g), "drbd: fix nested sleeps in 2 waits of drbd_state.c")
+		self.assertEqual(fixes.subject_core("x:", [self.unit("a"), self.unit("b")]),
+				 "x: fix nested sleeps in a() and b()")
+
+
 class SelectTest(unittest.TestCase):
 	"""Which findings get a patch."""
 

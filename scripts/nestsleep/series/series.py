@@ -1146,8 +1146,16 @@ def subject_core(prefix, group):
 	two = "%s fix nested sleeps in %s() and %s()" % (prefix, funcs[0], funcs[1])
 	if len(funcs) == 2 and len(two) <= 70:
 		return two
-	more = "one more" if len(funcs) == 2 else "%d more" % (len(funcs) - 1)
-	return "%s fix nested sleeps in %s() and %s" % (prefix, funcs[0], more)
+	# too many names for a subject: say what the waits are, not "and N more"
+	fs = [f for name, x in group for f in x]
+	prims = set(f["primitive"] for f in fs)
+	if len(prims) == 1 and all(f["shape"] == "wait_event" and f.get("role") != "cmd" for f in fs):
+		what = "%d %s() conditions" % (len(fs), fs[0]["primitive"])
+	elif len(prims) == 1:
+		what = "%d %s() waits" % (len(fs), fs[0]["primitive"])
+	else:
+		what = "%d waits of %s" % (len(fs), os.path.basename(fs[0]["file"]))
+	return "%s fix nested sleeps in %s" % (prefix, what)
 
 
 # ---------------------------------------------------------------------------
