@@ -38,8 +38,12 @@ def checkpatch(kdir, text=None, path=None, signoff=False, show_types=False, time
 	cmd += (["--show-types"] if show_types else []) + (["--max-line-length=%d" % max_line] if max_line else [])
 	cmd += ["--strict"] if strict else []
 	cmd += ["-q", path or "-"]
+	# a git KDIR lets checkpatch look up the commit ids the text cites
+	# (Fixes:, 'commit 61ada528dea0'); it looks in $GIT_DIR or ./.git
+	gd = os.path.join(kdir, ".git")
+	env = dict(os.environ, GIT_DIR=gd) if os.path.exists(gd) else None
 	r = subprocess.run(cmd, input=None if path else text, capture_output=True, text=True, timeout=timeout,
-			   cwd=tempfile.gettempdir())
+			   cwd=tempfile.gettempdir(), env=env)
 	return Checkpatch(True, r.returncode, r.stdout.strip(), r.stderr)
 
 

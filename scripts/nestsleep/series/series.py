@@ -54,8 +54,12 @@ from nestsleep.knowledge import Knowledge
 
 RULE = "cocci/nested_sleep.cocci"
 LWN = "https://lwn.net/Articles/628628/"
-WOKEN_FORM = ('the wait_woken() form that commit 61ada528dea0 ("sched/wait: Provide infrastructure to deal '
-	      'with nested blocking") added')
+WOKEN_FORM = 'the wait_woken() form that "sched/wait: Provide infrastructure to deal with nested blocking" added'
+# with a git KDIR the commit is cited by id, as submitting-patches.rst asks;
+# checkpatch checks the id against the tree's history, and without one it
+# reports every id as unknown
+WOKEN_FORM_GIT = ('the wait_woken() form that commit 61ada528dea0 ("sched/wait: Provide infrastructure to deal '
+		  'with nested blocking") added')
 NOT_TESTED = "Not compiled or boot-tested."
 CONFIDENCES = ("high", "medium", "low")
 # From: and the commits' identity when nobody has signed the series
@@ -494,9 +498,14 @@ def problem_paragraphs(kdir, fs, table):
 		head = ("%s() leaves its %s() wait loop with the task state still %s, and then calls %s(), which "
 			"may sleep:" % (func, prim, state, f["call"]))
 	elif f["shape"] == "wait_event":
-		part = "cmd" if f.get("role") == "cmd" else "condition"
-		head = ("%s() waits with %s(). Its %s runs after the task state has been set to %s, and it "
-			"calls %s(), which may sleep:" % (func, prim, part, state, f["call"]))
+		if f.get("role") == "cmd":
+			head = ("%s() waits with %s(). Its cmd runs on each pass of the wait loop after the task state "
+				"has been set to %s, and it calls %s(), which may sleep:" % (func, prim, state, f["call"]))
+		else:
+			# (wait.h's macros test it once in TASK_RUNNING before the loop)
+			head = ("%s() waits with %s(). On each pass of the wait loop, its condition is tested after the "
+				"task state has been set to %s, and it calls %s(), which may sleep:" % (
+					func, prim, state, f["call"]))
 	else:
 		head = ("%s() sets the task state to %s with %s() and, before it calls schedule(), calls %s(), "
 			"which may sleep:" % (func, state, prim, f["call"]))
@@ -591,8 +600,14 @@ def group_problem(kdir, group, table):
 						    "s" if len(names) == 1 else ""))
 		elif shape == "wait_event":
 			part = "cmd" if role == "cmd" else "condition"
-			head = ("%s wait%s with %s(). The %s runs after the task state has been set to %s, and calls "
-				"a function that may sleep:" % (who, "s" if len(names) == 1 else "", prim, part, state))
+			if part == "cmd":
+				head = ("%s wait%s with %s(). The cmd runs on each pass of the wait loop after the task "
+					"state has been set to %s, and calls a function that may sleep:" % (
+						who, "s" if len(names) == 1 else "", prim, state))
+			else:
+				head = ("%s wait%s with %s(). On each pass of the wait loop, the condition is tested after "
+					"the task state has been set to %s, and calls a function that may sleep:" % (
+						who, "s" if len(names) == 1 else "", prim, state))
 		else:
 			head = ("%s set%s the task state to %s with %s() and, before calling schedule(), call%s a "
 				"function that may sleep:" % (who, "s" if len(names) == 1 else "", state, prim,
@@ -631,7 +646,7 @@ def shared(texts_by_func):
 	return list(out.items())
 
 
-def changelog(kdir, group, table, records, signoff, tags):
+def changelog(kdir, group, table, records, signoff, tags, git=False):
 	"""The commit message body of one patch (a group of units)."""
 	paras = []
 	many = len(group) > 1
@@ -646,7 +661,7 @@ def changelog(kdir, group, table, records, signoff, tags):
 	restore = all(fs[0]["fix"]["kind"] == "restore" for name, fs in group)
 	how = "Set the task state back to TASK_RUNNING as soon as %s ends" % (
 		"each wait loop" if many else "the wait loop") if restore else \
-		"Rewrite %s in %s" % ("each wait" if many else "the wait", WOKEN_FORM)
+		"Rewrite %s in %s" % ("each wait" if many else "the wait", WOKEN_FORM_GIT if git else WOKEN_FORM)
 	if len(reasons) == 1:
 		paras.append(wrap("%s: %s." % (how, reasons[0][0].rstrip("."))))
 	else:
@@ -1296,7 +1311,7 @@ def make_series(a, kdir, tid, series, others, records, table, signoff, author, l
 				repo.git("reset", "-q", "--hard")
 				repo.git("clean", "-qfd")
 				continue
-			body = changelog(kdir, g, table, records, signoff, tags)
+			body = changelog(kdir, g, table, records, signoff, tags, git)
 			repo.git("add", "-A", "--sparse") if git else repo.git("add", "-A")
 			repo.git("commit", "-q", "-F", "-", inp=core + "\n\n" + body)
 			kcfg = []
@@ -1399,7 +1414,7 @@ def cover_blurb(ent, ro, manifest, tid):
 	paras = [wrap("This series fixes nested sleeps in the %s section of MAINTAINERS: in each, a function "
 		      "that may sleep is called while the task state is already set for an outer wait. Each "
 		      "patch rewrites the wait into %s; each changelog says what the nested sleep does for that "
-		      "shape of wait (%s)." % (ent["section"], WOKEN_FORM, LWN))]
+		      "shape of wait (%s)." % (ent["section"], WOKEN_FORM_GIT if manifest["git"] else WOKEN_FORM, LWN))]
 	items = []
 	for i, e in enumerate(ent["patches"], 1):
 		one = "  %d/%d %s (confidence: %s)" % (i, n, e["subject"], e["confidence"])
