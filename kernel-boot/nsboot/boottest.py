@@ -751,7 +751,7 @@ def main(ns) -> int:
 			record(results, p, rec, per_fp)
 			save(bp, kdir, results)
 	save(bp, kdir, results, round(time.monotonic() - t0))
-	retested = run_user(series.retest, out, "fixes")
+	retested = run_user(lambda d: series.retest(d, None, kdir), out, "fixes")
 	tested = [fp for fp, r2 in results.items() if r2.get('status') != 'no patch']
 	ok = [fp for fp in tested if results[fp].get('status') == 'ok']
 	print('nsboot: boottest: %d of %d tested findings booted clean; results in %s' % (len(ok), len(tested), bp))

@@ -66,7 +66,7 @@ def _fixes(a):
 
 def _retest(a):
 	from nestsleep.series import series
-	return run_user(lambda d: series.retest(d, a.build_kdir or None), a.dir, "fixes")
+	return run_user(lambda d: series.retest(d, a.build_kdir or None, a.kdir or None), a.dir, "fixes")
 
 
 def _triage(a):
@@ -131,6 +131,7 @@ def parser():
 	p.add_argument("dir")
 	p.add_argument("--build", dest="build_kdir", default="", metavar="KDIR",
 		       help="first build the series in order on KDIR (what make fixes BUILD=1 does)")
+	p.add_argument("--kdir", default="", help="the tree whose checkpatch.pl checks the rewritten patches")
 	p.set_defaults(run=_retest)
 
 	p = sub.add_parser("triage", parents=[knobs(mode=False)], help="maintainer reports and SARIF")

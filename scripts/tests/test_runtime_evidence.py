@@ -91,6 +91,19 @@ class ChangelogSplatTest(unittest.TestCase):
 		self.assertIn("  do not call blocking ops when !TASK_RUNNING; state=1 set at", text)
 		self.assertIn("   hpet_read+0x179/0x210", text)
 
+	def test_quoted_splat_keeps_to_the_commit_log_width(self):
+		"""Every line of the quote before the WARNING: line (where
+		checkpatch's stack-dump allowance starts) is within 75 columns,
+		and the changelog says the first line was wrapped."""
+		recs = self.records(reproduced=True, splat=SPLAT, exerciser="kernel-boot/exercise/hpet.sh")
+		effs = [{"shape": "after_loop", "how": "warns", "state": "1", "fingerprints": ["c164de450d66b8ed"]}]
+		text = "\n\n".join(fixes.effect_paragraphs(effs, recs))
+		block = effect.splat_block({"splat": SPLAT})
+		head = block.split("WARNING:")[0].splitlines()
+		self.assertTrue(all(len(x) <= 75 for x in head), head)
+		self.assertEqual(head[1], "  [<(____ptrval____)>] hpet_read+0x8c/0x210")
+		self.assertIn("its first line wrapped", " ".join(text.split()))
+
 	def test_no_splat_no_quote(self):
 		recs = self.records(reproduced=False, exerciser="kernel-boot/exercise/hpet.sh")
 		effs = [{"shape": "after_loop", "how": "warns", "state": "1", "fingerprints": ["c164de450d66b8ed"]}]

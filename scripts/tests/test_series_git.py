@@ -173,6 +173,10 @@ class FixtureSeries(unittest.TestCase):
 		# the warning a boot printed is now quoted, and only that one
 		self.assertIn("recorded it as \"do not call blocking ops in sess_busy\"", patch)
 		self.assertEqual(man["tests"][fp]["boot"]["baseline_hits"], ["do not call blocking ops in sess_busy"])
+		# checkpatch has not seen the new text: its record and the cover say so
+		self.assertEqual(ps[0]["checkpatch"]["status"], "not run")
+		self.assertIn("the changelog changed after checkpatch ran", ps[0]["checkpatch"]["output"])
+		self.assertNotIn("patches clean.", cover)
 
 	def test_retest_drops_the_record_of_other_code(self):
 		"""A boot record made with other code (its digest differs from

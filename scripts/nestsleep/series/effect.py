@@ -105,7 +105,8 @@ def effect_text(shape, how, state, observed=None, blocks=True):
 			"(with a timeout, it then lasts until the timeout).")
 	if isinstance(observed, dict) and observed.get("splat"):
 		text += (" In QEMU (x86_64, CONFIG_DEBUG_ATOMIC_SLEEP=y), with %s driving the wait, the unpatched "
-			 "kernel printed this warning (trimmed):" % observed["exerciser"])
+			 "kernel printed this warning (trimmed%s):" % (
+				 observed["exerciser"], "; its first line wrapped" if splat_lines(observed)[1] else ""))
 	elif how == "warns":
 		if observed:
 			text += (" A boot of the unpatched kernel with CONFIG_DEBUG_ATOMIC_SLEEP=y printed the warning; "
@@ -119,9 +120,29 @@ def effect_text(shape, how, state, observed=None, blocks=True):
 	return text
 
 
+SPLAT_COLS = 75	# checkpatch's commit-log width
+
+
+def splat_lines(observed):
+	"""(the splat's lines, whether one was wrapped).  checkpatch lets a
+	commit log run past 75 columns only from a WARNING:/BUG: line on (a
+	stack dump); the message line before it, '... state=1 set at
+	[<(____ptrval____)>] hpet_read+0x77/0x14a', is broken before '['."""
+	out, wrapped = [], False
+	for line in observed["splat"]:
+		line = "  " + line.rstrip()
+		if len(line) > SPLAT_COLS and " set at [<" in line and not out:
+			a, b = line.split(" set at [<", 1)
+			out += [a + " set at", "  [<" + b]
+			wrapped = True
+		else:
+			out.append(line)
+	return out, wrapped
+
+
 def splat_block(observed):
 	"""The splat a boot printed, indented for a changelog or a report; None
 	when observed holds no splat (only a title, or nothing)."""
 	if isinstance(observed, dict) and observed.get("splat"):
-		return "\n".join("  " + line.rstrip() for line in observed["splat"])
+		return "\n".join(splat_lines(observed)[0])
 	return None

@@ -1395,6 +1395,19 @@ def cover_prefix(ent):
 	return first.split(" fix nested sleep")[0]
 
 
+def checkpatch_note(ent):
+	"""The cover letter's checkpatch line, from each patch's record."""
+	n = len(ent["patches"])
+	if all(e["checkpatch"]["status"] == "not run" for e in ent["patches"]):
+		return "checkpatch.pl: not run (%s)." % ent["patches"][0]["checkpatch"].get(
+			"output", "KDIR has no scripts/checkpatch.pl")
+	clean = sum(1 for e in ent["patches"] if e["checkpatch"]["status"] == "clean")
+	dirty = [e for e in ent["patches"] if e["checkpatch"]["status"] != "clean"]
+	return "checkpatch.pl: %d of %d patches clean%s." % (
+		clean, n, "" if not dirty else "; the others: " + "; ".join(
+			"%s: %s" % (e["subject"], e["checkpatch"]["status"]) for e in dirty))
+
+
 def testing_note(ent, records):
 	"""One sentence per different testing paragraph, naming its patches."""
 	n = len(ent["patches"])
@@ -1442,13 +1455,7 @@ def cover_blurb(ent, ro, manifest, tid):
 			     "make fixes with SIGNOFF=1 or SIGNOFF=\"Name <mail>\".")
 	am = ent["git_am"]
 	notes.append("git am: %d of %d patches apply in order to the files of %s." % (am["applied"], am["total"], tid))
-	dirty = [e for e in ent["patches"] if e["checkpatch"]["status"] not in ("clean", "not run")]
-	if all(e["checkpatch"]["status"] == "not run" for e in ent["patches"]):
-		notes.append("checkpatch.pl: not run (KDIR has no scripts/checkpatch.pl).")
-	else:
-		notes.append("checkpatch.pl: %d of %d patches clean%s." % (
-			n - len(dirty), n, "" if not dirty else "; complaints: " + "; ".join(
-				"%s: %s" % (e["subject"], e["checkpatch"]["status"]) for e in dirty)))
+	notes.append(checkpatch_note(ent))
 	notes.append(testing_note(ent, manifest["tests"]))
 	paras.append("\n".join(wrap("- " + x).replace("\n", "\n  ") for x in notes))
 	if ro:
@@ -1469,9 +1476,12 @@ def fill_cover(path, ent, ro, manifest, tid):
 # ---------------------------------------------------------------------------
 # retest
 
-def rewrite_tests(out, man):
+def rewrite_tests(out, man, kdir=None):
 	"""Rewrite each patch's testing paragraph, its series.json entry and the
-	cover letters' testing notes from the records; the number of patches."""
+	cover letters' testing notes from the records; the number of patches.
+	A patch whose text changed is checked again with KDIR's checkpatch (a
+	quoted splat may bring its own complaints); without KDIR its record
+	says that checkpatch has not seen the new text."""
 	n = 0
 	recs = man["tests"]
 	for s in man["series"]:
@@ -1497,15 +1507,19 @@ def rewrite_tests(out, man):
 					f.write(text)
 				os.replace(path + ".tmp", path)
 				n += 1
+				e["checkpatch"] = checkpatch(kdir, path, bool(man.get("signoff"))) if kdir else {
+					"status": "not run", "output": "the changelog changed after checkpatch ran; retest had no KDIR"}
 			e["tested_text"] = new
 			e["test_status"] = patch_status(e["fingerprints"], recs)
 		cp = os.path.join(out, s["cover"])
 		with open(cp, errors="surrogateescape") as f:
 			text = f.read()
-		m = re.search(r"- Testing, from the records in series\.json:.*?(?=\n\n|\n- |\Z)", text, re.S)
-		if m:
-			note = wrap("- " + testing_note(s, recs)).replace("\n", "\n  ")
-			text = text[:m.start()] + note + text[m.end():]
+		for head, note in (("Testing, from the records in series\\.json:", testing_note(s, recs)),
+				   ("checkpatch\\.pl:", checkpatch_note(s))):
+			m = re.search(r"- %s.*?(?=\n\n|\n- |\Z)" % head, text, re.S)
+			if m:
+				note = wrap("- " + note).replace("\n", "\n  ")
+				text = text[:m.start()] + note + text[m.end():]
 			with open(cp, "w", errors="surrogateescape") as f:
 				f.write(text)
 	return n
@@ -1533,10 +1547,11 @@ STALE = ("not run on the patch as it is now: make boottest booted an earlier ver
 	 "patch of its series)")
 
 
-def retest(out, build_kdir=None):
+def retest(out, build_kdir=None, kdir=None):
 	"""Put boottest.json's results into the test records (and, with
 	build_kdir, build the series in order), then rewrite the testing
-	paragraphs and cover letters from them."""
+	paragraphs and cover letters from them; kdir (or build_kdir) runs
+	checkpatch on the patches whose text changed."""
 	sp = os.path.join(out, "series.json")
 	bp = os.path.join(out, "boottest.json")
 	if not os.path.isfile(sp):
@@ -1574,7 +1589,7 @@ def retest(out, build_kdir=None):
 	for r in man.get("report_only", []):
 		if r["fingerprint"] in results:
 			man["tests"].setdefault(r["fingerprint"], {"function": r["function"]})["boot"] = results[r["fingerprint"]]
-	n = rewrite_tests(out, man)
+	n = rewrite_tests(out, man, build_kdir or kdir)
 	with open(sp + ".tmp", "w") as f:
 		json.dump(man, f, indent=1)
 	os.replace(sp + ".tmp", sp)
