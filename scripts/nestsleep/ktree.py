@@ -37,7 +37,8 @@ def checkpatch(kdir, text=None, path=None, signoff=False, show_types=False, time
 	cmd = ["perl", cp, "--no-tree"] + ([] if signoff else ["--no-signoff"])
 	cmd += (["--show-types"] if show_types else []) + (["--max-line-length=%d" % max_line] if max_line else [])
 	cmd += ["--strict"] if strict else []
-	cmd += ["-q", path or "-"]
+	# checkpatch runs in the temp dir: a relative path would name nothing
+	cmd += ["-q", os.path.abspath(path) if path else "-"]
 	# a git KDIR lets checkpatch look up the commit ids the text cites
 	# (Fixes:, 'commit 61ada528dea0'); it looks in $GIT_DIR or ./.git
 	gd = os.path.join(kdir, ".git")

@@ -170,6 +170,22 @@ class CheckpatchStatusTest(unittest.TestCase):
 		self.assertEqual(fixes.checkpatch_status(tmp, p, "", False)["status"], "clean")
 
 
+class CheckpatchPathTest(unittest.TestCase):
+	@unittest.skipUnless(os.path.isfile(os.path.join(KTREE, "scripts", "checkpatch.pl")), "no 6.1 tree")
+	def test_fixes_relative_patch_path_is_checked(self):
+		"""retest DIR with a relative DIR: checkpatch runs in the temp dir,
+		and a relative path once made every patch 'clean' unread."""
+		tmp = tempfile.mkdtemp(dir=os.getcwd())
+		self.addCleanup(shutil.rmtree, tmp)
+		p = os.path.join(tmp, "0001.patch")
+		with open(p, "w") as f:
+			f.write("From: A <a@example.org>\nSubject: [PATCH] x: y\n\nbody\n---\n"
+				"diff --git a/drivers/x.c b/drivers/x.c\n--- a/drivers/x.c\n+++ b/drivers/x.c\n"
+				"@@ -1 +1,2 @@\n int a;\n+int  b ;\n")
+		st = fixes.checkpatch(KTREE, os.path.relpath(p), False)
+		self.assertRegex(st["status"], r"^\d+ errors, [1-9]\d* warnings", st)
+
+
 class KconfigTest(unittest.TestCase):
 	def tree(self, files):
 		tmp = tempfile.mkdtemp()

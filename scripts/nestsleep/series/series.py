@@ -1117,6 +1117,9 @@ def checkpatch(kdir, path, signoff):
 	r = ktree.checkpatch(kdir, path=path, signoff=signoff)
 	if not r.ran:
 		return {"status": "not run", "output": "no scripts/checkpatch.pl in KDIR"}
+	if r.returncode != 0 and not r.output:
+		# checkpatch failed without a finding (it could not read the file)
+		return {"status": "not run", "output": "checkpatch.pl failed: " + (r.stderr.strip() or "no output")[:300]}
 	return checkpatch_status(kdir, path, r.output, signoff)
 
 
@@ -1243,7 +1246,7 @@ def build(a):
 	if getattr(a, "build", False):
 		from nestsleep.series import inorder
 		inorder.build_all(kdir, tmp, manifest, log)
-		rewrite_tests(tmp, manifest)
+		rewrite_tests(tmp, manifest, kdir)
 	write_manifest(tmp, manifest)
 	if bootjson is not None:
 		with open(os.path.join(tmp, "boottest.json"), "w") as f:
@@ -1479,9 +1482,9 @@ def fill_cover(path, ent, ro, manifest, tid):
 def rewrite_tests(out, man, kdir=None):
 	"""Rewrite each patch's testing paragraph, its series.json entry and the
 	cover letters' testing notes from the records; the number of patches.
-	A patch whose text changed is checked again with KDIR's checkpatch (a
-	quoted splat may bring its own complaints); without KDIR its record
-	says that checkpatch has not seen the new text."""
+	With KDIR every patch is checked again with its checkpatch (a quoted
+	splat may bring its own complaints); without, the record of a patch
+	whose text changed says that checkpatch has not seen the new text."""
 	n = 0
 	recs = man["tests"]
 	for s in man["series"]:
@@ -1507,8 +1510,11 @@ def rewrite_tests(out, man, kdir=None):
 					f.write(text)
 				os.replace(path + ".tmp", path)
 				n += 1
-				e["checkpatch"] = checkpatch(kdir, path, bool(man.get("signoff"))) if kdir else {
-					"status": "not run", "output": "the changelog changed after checkpatch ran; retest had no KDIR"}
+			if kdir:
+				e["checkpatch"] = checkpatch(kdir, path, bool(man.get("signoff")))
+			elif changed:
+				e["checkpatch"] = {"status": "not run",
+						   "output": "the changelog changed after checkpatch ran; retest had no KDIR"}
 			e["tested_text"] = new
 			e["test_status"] = patch_status(e["fingerprints"], recs)
 		cp = os.path.join(out, s["cover"])
