@@ -359,6 +359,17 @@ class CliTest(unittest.TestCase):
 			self.assertIn("2 files matched, 1 parsed, 1 failed, 0 timed out", r.stderr.splitlines()[-1])
 			self.assertIn("good.c:8:", r.stdout)
 
+	def findings_of(self, src):
+		"""The JSON findings of a one-file tree holding src."""
+		with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as c:
+			with open(os.path.join(d, "a.c"), "w") as f:
+				f.write(src)
+			js = os.path.join(c, "out.json")
+			r = self.run_cli("--kdir", d, "--cache", c, "--json", js)
+			self.assertEqual(r.returncode, 0, r.stderr)
+			with open(js) as f:
+				return json.load(f)["findings"]
+
 	def test_annotation_only_chain_does_not_block(self):
 		"""A chain that ends in might_sleep() itself, with nothing else on
 		the way that sleeps (drbd_alloc_pages()'s __drbd_free_peer_req()),
@@ -371,14 +382,7 @@ class CliTest(unittest.TestCase):
 		       "\tonly_check(x);\n\tschedule();\n\tfinish_wait(&x->wq, &wait);\n\treturn 0;\n}\n"
 		       "int w2(struct s *x)\n{\n\tDEFINE_WAIT(wait);\n\tprepare_to_wait(&x->wq, &wait, TASK_INTERRUPTIBLE);\n"
 		       "\tcheck_and_lock(x);\n\tschedule();\n\tfinish_wait(&x->wq, &wait);\n\treturn 0;\n}\n")
-		with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as c:
-			with open(os.path.join(d, "a.c"), "w") as f:
-				f.write(src)
-			js = os.path.join(c, "out.json")
-			r = self.run_cli("--kdir", d, "--cache", c, "--json", js)
-			self.assertEqual(r.returncode, 0, r.stderr)
-			with open(js) as f:
-				got = {x["function"]: (x["chain"][-1], x["blocks"]) for x in json.load(f)["findings"]}
+		got = {x["function"]: (x["chain"][-1], x["blocks"]) for x in self.findings_of(src)}
 		self.assertEqual(got["w1"], ("might_sleep", False))
 		self.assertEqual(got["w2"][1], True)
 
@@ -391,14 +395,7 @@ class CliTest(unittest.TestCase):
 		       "static int alloc_only(struct s *x)\n{\n\tx->p = kmalloc(8, GFP_KERNEL);\n\treturn 1;\n}\n"
 		       "int w(struct s *x)\n{\n\twait_event(x->wq, get(x));\n\twait_event(x->wq, alloc_only(x));\n"
 		       "\treturn 0;\n}\n")
-		with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as c:
-			with open(os.path.join(d, "a.c"), "w") as f:
-				f.write(src)
-			js = os.path.join(c, "out.json")
-			r = self.run_cli("--kdir", d, "--cache", c, "--json", js)
-			self.assertEqual(r.returncode, 0, r.stderr)
-			with open(js) as f:
-				got = {x["call"]: x["paths"][0] for x in json.load(f)["findings"]}
+		got = {x["call"]: x["paths"][0] for x in self.findings_of(src)}
 		self.assertEqual(got["get"]["chain"], ["get", "kmalloc"])
 		self.assertEqual(got["get"]["also"], ["get", "take", "mutex_lock"])
 		self.assertNotIn("also", got["alloc_only"])
