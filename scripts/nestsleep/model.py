@@ -122,3 +122,7 @@ class SitePath:
 	# chain's group is one of those): xenbus_read() -> join() ->
 	# kasprintf() beside xs_talkv() -> read_reply() -> wait_event()
 	also: Tuple[str, ...] = ()
+	# the tests of the waiting function's parameters the chain needs
+	# ((index, op, value): drbd_req_state()'s mutex_lock() needs
+	# 'f & CS_SERIALIZE'), so a caller passing other constants is no way in
+	needs: Tuple[Tuple, ...] = ()

@@ -136,6 +136,17 @@ class SelectTest(unittest.TestCase):
 			"blocks": blocks, "fix": {"status": "patch", "unit": "a.c:" + func, "confidence": conf,
 						  "reason": "r"}}
 
+	def test_fixes_label_no_patch_is_report_only(self):
+		"""A true finding whose label records a hand review against the
+		rewrite (xen-netfront's probe wait, woken only once probe has
+		returned) gets no patch, with that reason."""
+		fs = [self.finding("a1", "xennet_create_dev"), self.finding("b2", "xennet_xdp_set")]
+		labels = {"a1": {"verdict": "true", "no_patch": {"reason": "nothing wakes it during probe", "by": "x"}},
+			  "b2": {"verdict": "true"}}
+		units, others = fixes.select(fs, labels, os.path.join(TOP, "reports", "labels", "x.json"), "high")
+		self.assertEqual(list(units), ["a.c:xennet_xdp_set"])
+		self.assertIn("says the rewrite is not safe: nothing wakes it during probe", others[0][1])
+
 	def test_fixes_annotation_only_is_report_only(self):
 		"""A chain that only reaches might_sleep() gets no patch, even
 		labelled true: nothing blocks, so there is no nested sleep to fix."""
@@ -410,6 +421,28 @@ static struct platform_driver bar_driver = {
 	.probe = bar_probe,
 };
 """,
+		"drivers/foo/flags.c": """
+#include "foo.h"
+enum { F_VERBOSE = 1 << 1, F_SERIAL = 1 << 3, F_ORDERED = F_SERIAL + 4 };
+
+int flag_wait(struct foo *f, int mask, int val, int flags)
+{
+	return 0;
+}
+
+static int quiet_caller(struct foo *f)
+{
+	return flag_wait(f, NS(a, b), F_VERBOSE);
+}
+
+static int ordered_caller(struct foo *f)
+{
+	return flag_wait(f, NS(a, b), F_VERBOSE + F_ORDERED);
+}
+
+static const struct file_operations quiet_fops = { .read = quiet_caller, };
+static const struct file_operations flag_fops = { .write = ordered_caller, };
+""",
 		"drivers/foo/foo.h": """
 int helper(void);
 int foo_cmd_doit(void);
@@ -447,40 +480,49 @@ void baz_init(struct baz *b)
 	def test_reached_static_in_own_file(self):
 		# other.c has a static local_wait() of its own, assigned to ops->read: not this one
 		self.assertEqual(self.text("local_wait"),
-				 "local_wait() is reached from the .read member of foo_fops (struct file_operations): "
+				 "local_wait() is called from the .read member of foo_fops (struct file_operations): "
 				 "foo_read() -> local_mid() -> local_wait().")
 		self.assertEqual(reach.reached(self.tmp, "drivers/foo/wait.c", "local_wait")[0], "fops")
 
 	def test_reached_probe_in_a_third_file(self):
 		self.assertEqual(self.text("shared_wait"),
-				 "shared_wait() is reached from the .probe member of bar_driver (struct platform_driver) "
+				 "shared_wait() is called from the .probe member of bar_driver (struct platform_driver) "
 				 "in drivers/foo/probe.c: bar_probe() -> helper() -> shared_wait().")
 
 	def test_reached_not_after_a_label_first(self):
 		# baz_probe() calls it after the label fail:, baz_remove() on its way
 		self.assertEqual(self.text("err_wait"),
-				 "err_wait() is reached from the .remove member of baz_driver (struct platform_driver) "
+				 "err_wait() is called from the .remove member of baz_driver (struct platform_driver) "
 				 "in drivers/foo/probe.c: baz_remove() -> err_wait().")
 
 	def test_reached_assignment(self):
 		self.assertEqual(self.text("read_wait"),
-				 "read_wait() is reached through ops->_read (assigned in wait.c): "
+				 "read_wait() is called through ops->_read (assigned in wait.c): "
 				 "foo_read_op() -> read_wait().")
 		self.assertEqual(self.text("foo_read_op"), "foo_read_op() is assigned to ops->_read (wait.c).")
 
 	def test_reached_macro_argument(self):
 		self.assertEqual(self.text("cmd_wait"),
-				 "cmd_wait() is reached from foo_cmd_doit(), named as an argument of FOO_doit() at "
+				 "cmd_wait() is called from foo_cmd_doit(), named as an argument of FOO_doit() at "
 				 "drivers/foo/foo.h:5 (\"FOO_doit(foo_cmd_doit), 0)\"): foo_cmd_doit() -> cmd_wait().")
 
 	def test_reached_exported_from_another_dir(self):
 		self.assertEqual(self.text("exported_wait"),
-				 "exported_wait() is reached from a work item function set up with INIT_WORK() in "
+				 "exported_wait() is called from a work item function set up with INIT_WORK() in "
 				 "net/baz/baz.c: baz_work_fn() -> exported_wait().")
+
+	def test_reached_only_through_callers_whose_constants_may_sleep(self):
+		"""drbd: abw_start_sync() passes CS_VERBOSE, the chain needs
+		CS_SERIALIZE; the way in is drbd_request_state(), whose
+		CS_ORDERED holds it (a macro argument standing for two)."""
+		self.assertIn("quiet_caller()", reach.reached_text(self.tmp, "drivers/foo/flags.c", "flag_wait"))
+		t = reach.reached_text(self.tmp, "drivers/foo/flags.c", "flag_wait", [(3, "bit", "F_SERIAL")])
+		self.assertEqual(t, "flag_wait() is called from the .write member of flag_fops (struct file_operations): "
+				 "ordered_caller() -> flag_wait().")
 
 	def test_reached_kthread(self):
 		self.assertEqual(self.text("kt_wait"),
-				 "kt_wait() is reached from a kthread function started with kthread_run(): "
+				 "kt_wait() is called from a kthread function started with kthread_run(): "
 				 "kt_fn() -> kt_wait().")
 
 	def test_reached_callers_but_no_entry(self):
@@ -498,7 +540,8 @@ void baz_init(struct baz *b)
 							 ("drivers/foo/wait.c", "unused_wait"),
 							 ("drivers/foo/wait.c", "lonely_wait")])
 		self.assertEqual(out, [
-			"kt_wait() is reached from a kthread function started with kthread_run(): kt_fn() -> kt_wait().",
+			"kt_wait() is called from a kthread function started with kthread_run(): kt_fn() -> kt_wait().",
+			"These paths follow the calls only: the conditions around the wait on them are not evaluated.",
 			"How lonely_wait() is reached at run time is not known; it is called from lonely_a() "
 			"(wait.c) and lonely_b() (drivers/foo/other.c).",
 			"No caller of unused_wait() was found in the tree; it may be called through a pointer."])

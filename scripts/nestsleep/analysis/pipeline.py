@@ -406,7 +406,8 @@ def site_paths(site_targets, ana, later, same=None):
 			pen = max(pen, 3)
 		locs = ((r.file, r.cline),) + w.locs[1:]
 		findings.setdefault(key, []).append(SitePath(r, w.chain, w.effect, w.group, pen, locs,
-							     blocks=blocks(w, c, tg, r, ana), also=also(w, c, tg, r, ana)))
+							     blocks=blocks(w, c, tg, r, ana), also=also(w, c, tg, r, ana),
+							     needs=tuple(sorted(x for x in w.conds if x[1] in PARAM_TESTS))))
 	return findings
 
 
@@ -426,6 +427,9 @@ def blocks(w, c, tg, r, ana):
 		return True
 	return ana.witness(c, tg, ana.summary_without("might_sleep"), r.file, exclude=("might_sleep",)) is not None
 
+
+# the tests of a parameter a caller's constant argument can decide
+PARAM_TESTS = ("bit", "nobit", "nz", "z", "eq", "ne")
 
 # the groups whose sleep depends on run-time conditions the chain does not
 # show: the allocation flags and memory pressure, a page fault

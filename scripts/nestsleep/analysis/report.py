@@ -80,7 +80,8 @@ def make_finding(key, paths, kn, loop=None):
 		"paths": [{"call": p.site.call, "line": p.site.cline, "col": p.site.ccol, "chain": list(p.chain),
 			   "chain_locs": ["%s:%d" % l for l in p.locs],
 			   "effect": p.effect, "confidence": confidence(p.penalty),
-			   **({"also": list(p.also)} if p.also else {})} for p in paths],
+			   **({"also": list(p.also)} if p.also else {}),
+			   **({"needs": [list(x) for x in p.needs]} if p.needs else {})} for p in paths],
 		"message": msg, "after_loop": after, "blocks": any(p.blocks for p in paths),
 	}
 

@@ -880,7 +880,9 @@ class WakerRule:
 			u.caveats.append("wakers: no waker to convert: no task pointer of %s()%s is kept (neither it nor its "
 					 "callers up to %d levels store current or a kthread_run()/kthread_create() "
 					 "value, and none is handed to a call that could run it as a thread), so no "
-					 "wake_up_process() can target it; it is woken through %s%s" % (
+					 "wake_up_process() can target it; it is woken by wake_up*() calls on %s, which "
+					 "wake wait_woken() too (whether one runs for every change of the condition while "
+					 "it waits is not checked)%s" % (
 						 func, entry, MAX_UP, site["queue"], cut))
 			return
 		wakers = self.find_wakers(th)

@@ -222,7 +222,7 @@ def _uses(kdir, rel, name):
 		if re.match(r"\s*\(", after):
 			caller = _enclosing(kdir, rel, code, pos)
 			if caller and caller != name:
-				yield ("call", (caller, _after_label(kdir, rel, code, pos)))
+				yield ("call", (caller, _after_label(kdir, rel, code, pos), pos))
 			continue
 		before = code[max(0, pos - 200):pos]
 		if re.match(r"\s*\w", after) or re.search(r"(?:struct|enum|union|goto|#\s*define)\s+$", before):
@@ -266,12 +266,12 @@ def _describe(kind, words, head, rel, home, via):
 	chain = ": " + " -> ".join("%s()" % x for x in via) if via else ""
 	inn = " in %s" % rel if rel != home else ""
 	if kind in ("kthread", "work", "irq"):
-		return "%s() is %s%s%s%s" % (fn, "reached from " if via else "", words, inn, chain)
+		return "%s() is %s%s%s%s" % (fn, "called from " if via else "", words, inn, chain)
 	if kind in ("ioctl", "fops", "member"):
-		return "%s() is %s%s%s%s" % (fn, "reached from " if via else "", words, inn, chain)
+		return "%s() is %s%s%s%s" % (fn, "called from " if via else "", words, inn, chain)
 	if kind == "assign":
 		if via:
-			return "%s() is reached through %s (assigned in %s)%s" % (fn, words, _where(rel, home), chain)
+			return "%s() is called through %s (assigned in %s)%s" % (fn, words, _where(rel, home), chain)
 		return "%s() is assigned to %s (%s)" % (fn, words, _where(rel, home))
 	if kind == "arg":
 		what = "named as an argument of %s() at %s:%d (\"%s\")" % (words[0], _where(rel, home), words[1],
@@ -279,7 +279,7 @@ def _describe(kind, words, head, rel, home, via):
 	else:
 		what = "named at %s:%d (\"%s\")" % (_where(rel, home), words[0], words[1])
 	if via:
-		return "%s() is reached from %s(), %s%s" % (fn, head, what, chain)
+		return "%s() is called from %s(), %s%s" % (fn, head, what, chain)
 	return "%s() is %s" % (fn, what)
 
 
@@ -329,7 +329,114 @@ def _grep_names(kdir, names, dirs):
 	return found
 
 
-def _reach(kdir, rel, func, depth):
+def _args_at(code, pos):
+	"""The argument texts of the call whose name starts at pos."""
+	lp = code.find("(", pos)
+	out, depth, start = [], 0, lp + 1
+	for i in range(lp, min(len(code), lp + 4000)):
+		c = code[i]
+		if c in "([{":
+			depth += 1
+		elif c in ")]}":
+			depth -= 1
+			if depth == 0:
+				out.append(code[start:i].strip())
+				return out
+		elif c == "," and depth == 1:
+			out.append(code[start:i].strip())
+			start = i + 1
+	return out
+
+
+_CONST = {}
+
+
+def _const(kdir, rel, name, depth=0):
+	"""The value of an enumerator or object-like #define named name, from
+	the files built with rel and include/ (first definition found), or
+	None."""
+	key = (kdir, _build_dir(kdir, rel), name)
+	if key in _CONST:
+		return _CONST[key]
+	_CONST[key] = None
+	pat = r"(?:#\s*define\s+%s\s+([^\n]+)|\b%s\s*=\s*([^,}\n;]+))" % (name, name)
+	for f in _grep(kdir, [name], [_build_dir(kdir, rel) or ".", "include"]):
+		src = _read(kdir, f)
+		m = src and re.search(pat, src[1])
+		if m:
+			_CONST[key] = _value(kdir, rel, (m.group(1) or m.group(2)).strip(), depth + 1)
+			break
+	return _CONST[key]
+
+
+def _value(kdir, rel, text, depth=0):
+	"""The integer value of a constant expression of numbers and named
+	constants (+ | & << >> ~ - parentheses), or None."""
+	if depth > 6 or not re.match(r"^[\w\s()+|&<>~-]+$", text):
+		return None
+	out = []
+	for tok in re.findall(r"0[xX][0-9a-fA-F]+|\d+|[A-Za-z_]\w*|<<|>>|[()+|&~-]", text):
+		if re.match(r"^(0[xX][0-9a-fA-F]+|\d+)$", tok):
+			out.append(str(int(tok, 0)))
+		elif re.match(r"^[A-Za-z_]", tok):
+			if tok in ("BIT",):
+				out.append("1 <<")
+				continue
+			v = _const(kdir, rel, tok, depth)
+			if v is None:
+				return None
+			out.append(str(v))
+		else:
+			out.append(tok)
+	try:
+		return int(eval(" ".join(out), {"__builtins__": {}}, {}))	# digits and operators only
+	except Exception:
+		return None
+
+
+def _nparams(kdir, rel, func):
+	"""The number of parameters of func's definition in rel, or None."""
+	src = _read(kdir, rel)
+	m = src and re.search(r"\b%s\s*\(([^;{)]*)\)\s*\{" % re.escape(func), src[1])
+	if not m:
+		return None
+	t = m.group(1).strip()
+	return 0 if t in ("", "void") else t.count(",") + 1
+
+
+def _may_pass(kdir, rel, code, pos, needs, nparams=None):
+	"""Whether the call at pos may meet the tests needs ([param index, op,
+	value]) the wait's sleeping chain makes of its function's parameters:
+	False only when a constant argument decides a test against it
+	(abw_start_sync() passes CS_VERBOSE, and the chain needs
+	CS_SERIALIZE)."""
+	args = _args_at(code, pos)
+	for j, op, val in needs:
+		if nparams and len(args) < nparams:
+			# a macro argument stands for several (drbd's NS(conn, C_CONNECTED)
+			# is mask and val): only the last parameter is still known
+			if j != nparams - 1:
+				continue
+			j = len(args) - 1
+		if j >= len(args):
+			continue
+		a = args[j]
+		if op in ("bit", "nobit"):
+			v, b = _value(kdir, rel, a), _value(kdir, rel, val)
+			if v is None or b is None:
+				continue
+			if bool(v & b) != (op == "bit"):
+				return False
+		elif op in ("nz", "z") and a in ("0", "NULL", "false"):
+			if op == "nz":
+				return False
+		elif op in ("eq", "ne") and re.match(r"^[A-Z_][A-Z0-9_]*$", a) and re.match(r"^[A-Z_][A-Z0-9_]*$", val):
+			if (a == val) != (op == "eq"):
+				return False
+	return True
+
+
+def _reach(kdir, rel, func, depth, needs=()):
 	"""Breadth-first over the callers: a node is (function, its file, the
 	functions from its callee down to func, whether a call on the way
 	follows a label).  At the first level with an entry, the entry of the
@@ -353,6 +460,9 @@ def _reach(kdir, rel, func, depth):
 					continue	# a static function of the same name
 				for kind, what in _uses(kdir, f, name):
 					if kind == "call":
+						if needs and not via and not _may_pass(kdir, f, _read(kdir, f)[1], what[2], needs,
+										     _nparams(kdir, rel, func)):
+							continue	# its constants rule the sleep out
 						key, late2 = (what[0], f), late or what[1]
 						if key not in seen or (key in nxt and nxt[key][3] and not late2):
 							seen.add(key)
@@ -373,19 +483,20 @@ def _reach(kdir, rel, func, depth):
 	return {"kind": None, "text": None, "callers": callers or []}
 
 
-def _result(kdir, rel, func, depth=DEPTH):
-	key = (os.path.realpath(kdir), rel, func, depth)
+def _result(kdir, rel, func, depth=DEPTH, needs=()):
+	needs = tuple(tuple(x) for x in needs or ())
+	key = (os.path.realpath(kdir), rel, func, depth, needs)
 	if key not in _MEMO:
-		_MEMO[key] = _reach(key[0], rel, func, depth)
+		_MEMO[key] = _reach(key[0], rel, func, depth, needs)
 	return _MEMO[key]
 
 
-def reached(kdir, rel, func, depth=DEPTH):
+def reached(kdir, rel, func, depth=DEPTH, needs=()):
 	"""(kind, how func is reached) or None when no entry is found within
 	depth levels of callers.  kind is 'kthread', 'work', 'irq', 'ioctl',
 	'fops' (a member of an ENTRY_STRUCTS struct), 'member', 'assign', 'arg'
 	or 'ref'."""
-	r = _result(kdir, rel, func, depth)
+	r = _result(kdir, rel, func, depth, needs)
 	return (r["kind"], r["text"]) if r["kind"] else None
 
 
@@ -396,9 +507,11 @@ def _called_from(callers, home):
 	return names[0] if len(names) == 1 else "%s and %s" % (", ".join(names[:-1]), names[-1])
 
 
-def reached_text(kdir, rel, func):
-	"""One sentence: how func is reached, or what is known of its callers."""
-	r = _result(kdir, rel, func)
+def reached_text(kdir, rel, func, needs=()):
+	"""One sentence: how func is reached, or what is known of its callers.
+	needs: the tests of func's parameters its sleeping chain makes; a
+	caller whose constants fail one is not a way in."""
+	r = _result(kdir, rel, func, DEPTH, needs)
 	if r["kind"]:
 		return r["text"] + "."
 	if r["callers"]:
@@ -408,21 +521,26 @@ def reached_text(kdir, rel, func):
 
 
 def reached_sentences(kdir, items):
-	"""The sentences for [(file, function)]: first those reached from an
-	entry, then those with callers but no entry, then those without
-	callers (several of these in one sentence)."""
+	"""The sentences for [(file, function[, needs])]: first those reached
+	from an entry, then those with callers but no entry, then those
+	without callers (several of these in one sentence)."""
 	known, unknown, none = [], [], []
-	for rel, func in items:
-		r = _result(kdir, rel, func)
+	for it in items:
+		rel, func, needs = (tuple(it) + ((),))[:3]
+		r = _result(kdir, rel, func, DEPTH, needs)
 		if r["kind"]:
-			known.append(reached_text(kdir, rel, func))
+			known.append(reached_text(kdir, rel, func, needs))
 		elif r["callers"]:
-			unknown.append(reached_text(kdir, rel, func))
+			unknown.append(reached_text(kdir, rel, func, needs))
 		else:
 			none.append(func + "()")
 	if len(none) > 1:
 		unknown.append("No caller of %s or %s was found in the tree; they may be called through a pointer." % (
 			", ".join(none[:-1]), none[-1]))
 	elif none:
-		unknown.append(reached_text(kdir, *[(r, f) for r, f in items if f + "()" == none[0]][0]))
+		it = [tuple(x) for x in items if x[1] + "()" == none[0]][0]
+		unknown.append(reached_text(kdir, it[0], it[1], (it + ((),))[2]))
+	if any(" -> " in t for t in known):
+		known.append("These paths follow the calls only: the conditions around the wait on them are not "
+			     "evaluated.")
 	return known + unknown

@@ -325,9 +325,12 @@ def recipients(kdir, files):
 
 
 def subject_prefix(netdev, git, entries):
-	"""[PATCH net] for a netdev-maintained series only when KDIR is git and
-	every patch has a Fixes: tag (maintainer-netdev.rst); else [PATCH]."""
-	return "PATCH net" if netdev and git and entries and all(e["fixes_tag"] for e in entries) else "PATCH"
+	"""A netdev series names its tree (maintainer-netdev.rst): [PATCH net]
+	only when KDIR is git and every patch has a Fixes: tag, else [PATCH
+	net-next], which needs none; [PATCH] elsewhere."""
+	if not netdev:
+		return "PATCH"
+	return "PATCH net" if git and entries and all(e["fixes_tag"] for e in entries) else "PATCH net-next"
 
 
 def is_netdev(rcpt):
@@ -389,6 +392,10 @@ def select(findings, labels, lpath, confidence):
 				why = "not labelled in %s; only findings labelled true get a patch" % lname
 			elif v != "true":
 				why = "labelled %s in %s: %s" % (v, lname, lab.get("reason", "").split(". ")[0].rstrip("."))
+			elif lab.get("no_patch"):
+				# a hand review of the rewrite, not of the finding
+				why = "labelled true, but its label in %s says the rewrite is not safe: %s" % (
+					lname, lab["no_patch"]["reason"])
 		elif CONFIDENCES.index(fx.get("confidence", "low")) > rank:
 			why = "the fix has %s confidence, below CONFIDENCE=%s" % (fx.get("confidence"), confidence)
 		if why:
@@ -567,6 +574,14 @@ def effect_paragraphs(effs, records):
 	return out
 
 
+def unit_needs(fs):
+	"""The parameter tests every sleeping path of a function's findings
+	needs (findings.json paths 'needs'): a caller failing one of them
+	cannot reach any of its nested sleeps."""
+	sets = [set(tuple(x) for x in p.get("needs", ())) for f in fs for p in f.get("paths", [f])]
+	return sorted(set.intersection(*sets)) if sets else []
+
+
 def unit_chains(fs):
 	"""The chains of a function's findings, each path's 'also' chain (one
 	whose sleep does not hang on allocation flags or a fault) after it."""
@@ -655,7 +670,8 @@ def changelog(kdir, group, table, records, signoff, tags, git=False):
 	else:
 		paras += problem_paragraphs(kdir, group[0][1], table)
 	paras += effect_paragraphs([effect_inputs(kdir, fs, table) for name, fs in group], records)
-	known = [noline(x) for x in reached_sentences(kdir, [(fs[0]["file"], fs[0]["function"]) for name, fs in group])]
+	known = [noline(x) for x in reached_sentences(kdir, [(fs[0]["file"], fs[0]["function"], unit_needs(fs))
+							      for name, fs in group])]
 	paras.append(wrap(" ".join(known)))
 	reasons = shared([(fs[0]["function"], [noline(fs[0]["fix"]["reason"])]) for name, fs in group])
 	restore = all(fs[0]["fix"]["kind"] == "restore" for name, fs in group)
@@ -1449,9 +1465,10 @@ def cover_blurb(ent, ro, manifest, tid):
 			     "and no Fixes: tag. The series must be rebased onto the maintainer's tree before it is "
 			     "sent." % tid)
 		if is_netdev((ent["to"], ent["cc"])):
-			notes.append("netdev: these are fixes, so after rebasing onto net, send them as [PATCH net] with a "
-				     "Fixes: tag naming the commit that added each wait or its sleeping call, whichever "
-				     "is later (Documentation/process/maintainer-netdev.rst).")
+			notes.append("netdev: with no git base there is no Fixes: tag, so the subjects say [PATCH "
+				     "net-next]. To send them to net as fixes instead, rebase onto net and add a Fixes: "
+				     "tag naming the commit that added each wait or its sleeping call, whichever is later "
+				     "(Documentation/process/maintainer-netdev.rst).")
 	if not manifest["signoff"]:
 		notes.append("Not signed off: these patches carry no Signed-off-by, and From: is a placeholder to "
 			     "replace with the sender. They must be signed before they are sent: git am -s, or re-run "
@@ -1549,8 +1566,8 @@ def code_digest(paths):
 	return sha1("\n".join(h).encode("utf-8", "surrogateescape"))[:16]
 
 
-STALE = ("not run on the patch as it is now: make boottest booted an earlier version of it (or of an earlier "
-	 "patch of its series)")
+STALE = ("not run on the patch as it is now: the boot record is of another version of it or of its series "
+	 "(make boottest has not run since)")
 
 
 def retest(out, build_kdir=None, kdir=None):
@@ -1585,10 +1602,13 @@ def retest(out, build_kdir=None, kdir=None):
 				if fp not in results:
 					continue
 				b = results[fp]
-				if b.get("code"):
+				if b.get("build") == "ok":
+					# a record that built something is kept only for the
+					# code it built; one made before records had digests
+					# cannot be tied to any code
 					if code is None:
 						code = code_digest([os.path.join(out, q["patch"]) for q in s["patches"][:i + 1]])
-					if b["code"] != code:
+					if b.get("code") != code:
 						b = {"status": "not run", "build": "not run", "boot": "not run", "reason": STALE}
 				man["tests"].setdefault(fp, {})["boot"] = b
 	# a finding with no patch has only what its exerciser showed
