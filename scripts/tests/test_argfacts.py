@@ -51,8 +51,8 @@ out:
 	return 1;
 }
 """, "f")
-		# a goto is not an exit: x is not known to be 0 after it
-		self.assertEqual(c[("use", 7)]["cond"], [[0, "nz", ""]])
+		# 'if (x) goto out;' leaves like a return: x is 0 until the label
+		self.assertEqual(c[("use", 7)]["cond"], [[1, "z", ""], [0, "nz", ""]])
 		self.assertNotIn("cond", c[("after", 9)])
 
 	def test_preprocessor_line_is_not_a_statement(self):

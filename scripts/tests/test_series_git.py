@@ -155,9 +155,10 @@ class FixtureSeries(unittest.TestCase):
 		self.assertEqual(r.returncode, 0, r.stderr)
 		man, ps = self.patches()
 		fp = ps[0]["fingerprints"][0]
+		code = fixes.code_digest([os.path.join(self.out, ps[0]["patch"])])
 		with open(os.path.join(self.out, "boottest.json"), "w") as f:
 			json.dump({"results": {fp: {"status": "ok", "build": "ok", "boot": "ok", "exercised": True,
-						    "exerciser": "kernel-boot/exercise/x.sh", "applied_after": [],
+						    "exerciser": "kernel-boot/exercise/x.sh", "applied_after": [], "code": code,
 						    "baseline_hits": ["do not call blocking ops in sess_busy"],
 						    "patched_hits": []}}}, f)
 		r = subprocess.run(["/usr/bin/python3", "-m", "nestsleep", "retest", self.out], capture_output=True,
