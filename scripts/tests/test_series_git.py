@@ -212,6 +212,25 @@ class FixtureSeries(unittest.TestCase):
 		self.assertNotIn("booted with no new splat", ps[0]["tested_text"])
 		self.assertIn("the boot record is of another version", ps[0]["tested_text"])
 
+	def test_fixes_keeps_boot_records_only_for_their_code(self):
+		"""make fixes run again over an OUT with a boottest.json: a record
+		of other code is not claimed in the new patches; one of the same
+		code is."""
+		r = self.run_fixes("--confidence", "low")
+		self.assertEqual(r.returncode, 0, r.stderr)
+		man, ps = self.patches()
+		fp = ps[0]["fingerprints"][0]
+		rec = {"status": "ok", "build": "ok", "boot": "ok", "exercised": False, "applied_after": []}
+		for code, claimed in (("0" * 16, False), (fixes.code_digest([os.path.join(self.out, ps[0]["patch"])]), True)):
+			with open(os.path.join(self.out, "boottest.json"), "w") as f:
+				json.dump({"results": {fp: dict(rec, code=code)}}, f)
+			r = self.run_fixes("--confidence", "low")
+			self.assertEqual(r.returncode, 0, r.stderr)
+			man, ps = self.patches()
+			text = read(os.path.join(self.out, ps[0]["patch"]))
+			self.assertEqual("booted with no new splat" in ps[0]["tested_text"], claimed)
+			self.assertEqual("booted with no new splat" in " ".join(text.split()), claimed)
+
 	def test_series_no_signoff_by_default(self):
 		# a configured identity is not used to sign unless asked
 		env = clean_env(self.tmp, ("Machine Placeholder", "placeholder@example.org"))

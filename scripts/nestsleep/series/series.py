@@ -1267,6 +1267,11 @@ def build(a):
 	if bootjson is not None:
 		with open(os.path.join(tmp, "boottest.json"), "w") as f:
 			json.dump(bootjson, f, indent=1)
+		# the kept records stand only for the code they booted: retest
+		# compares their digests with the patches just written
+		retest(tmp, None, kdir)
+		with open(os.path.join(tmp, "series.json")) as f:
+			manifest = json.load(f)
 	if os.path.isdir(out):
 		shutil.rmtree(out)
 	os.rename(tmp, out)
