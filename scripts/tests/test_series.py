@@ -520,6 +520,14 @@ void baz_init(struct baz *b)
 		self.assertEqual(t, "flag_wait() is called from the .write member of flag_fops (struct file_operations): "
 				 "ordered_caller() -> flag_wait().")
 
+	def test_chain_says_the_parameter_test_it_needs(self):
+		"""drbd: 'drbd_req_state() -> mutex_lock() (only when f has
+		CS_SERIALIZE)': the chain line names the test by parameter."""
+		f = {"file": "drivers/foo/flags.c", "function": "flag_wait",
+		     "paths": [{"chain": ["take", "mutex_lock"], "needs": [[3, "bit", "F_SERIAL"]]}]}
+		self.assertEqual(fixes.unit_chains([f], self.tmp), ["take() -> mutex_lock() (only when flags has F_SERIAL)"])
+		self.assertEqual(fixes.unit_chains([f]), ["take() -> mutex_lock()"])
+
 	def test_reached_kthread(self):
 		self.assertEqual(self.text("kt_wait"),
 				 "kt_wait() is called from a kthread function started with kthread_run(): "

@@ -877,12 +877,13 @@ class WakerRule:
 			entry = " (a kthread function)" if th.entries else ""
 			cut = "" if not th.cut else "; callers of %s() not followed (more than %d)" % (
 				", ".join(th.cut), MAX_FANIN)
-			u.caveats.append("wakers: no waker to convert: no task pointer of %s()%s is kept (neither it nor its "
-					 "callers up to %d levels store current or a kthread_run()/kthread_create() "
-					 "value, and none is handed to a call that could run it as a thread), so no "
-					 "wake_up_process() can target it; it is woken by wake_up*() calls on %s, which "
-					 "wake wait_woken() too (whether one runs for every change of the condition while "
-					 "it waits is not checked)%s" % (
+			u.caveats.append("wakers: no waker to convert was found: neither %s()%s nor its callers up to %d "
+					 "levels store current or a kthread_run()/kthread_create() value or hand it to a "
+					 "call that runs it as a thread (a thread that reaches it through a function "
+					 "pointer is not followed; a wake_up_process() of such a thread makes the loop test "
+					 "its condition again, as before). The wake_up*() calls on %s wake wait_woken() "
+					 "too; whether one runs for every change of the condition while it waits is not "
+					 "checked%s" % (
 						 func, entry, MAX_UP, site["queue"], cut))
 			return
 		wakers = self.find_wakers(th)

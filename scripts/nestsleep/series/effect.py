@@ -86,10 +86,10 @@ def effect_text(shape, how, state, observed=None, blocks=True):
 			"state and warns, and at most lets the task be preempted with its state kept. No wakeup is "
 			"lost and nothing polls; the effect is the warning.")
 	elif shape == "wait_event":
-		text = ("When the inner call sleeps, it returns with the task in TASK_RUNNING, so the schedule() of "
-			"that pass does not block: the wait makes an extra pass, and polls for as long as the inner "
-			"call sleeps on each pass. The condition is tested again after every "
-			"prepare_to_wait_event(), so no wakeup is lost.")
+		text = ("When the inner call sleeps, it returns with the task in TASK_RUNNING; if the condition is "
+			"still false, the schedule() of that pass does not block: the wait makes an extra pass, and "
+			"polls while the condition stays false and the inner call keeps sleeping. The condition is "
+			"tested again after every prepare_to_wait_event(), so no wakeup is lost.")
 	elif shape == "after_loop":
 		text = ("The call runs after the wait loop has ended but before the task state is set back to "
 			"TASK_RUNNING, so it runs in the state the loop set. The wait is over by then: no wakeup is "

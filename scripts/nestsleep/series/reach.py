@@ -404,6 +404,19 @@ def _nparams(kdir, rel, func):
 	return 0 if t in ("", "void") else t.count(",") + 1
 
 
+def param_names(kdir, rel, func):
+	"""The parameter names of func's definition in rel, or None."""
+	src = _read(kdir, rel)
+	m = src and re.search(r"\b%s\s*\(([^;{)]*)\)\s*\{" % re.escape(func), src[1])
+	if not m or m.group(1).strip() in ("", "void"):
+		return None
+	out = []
+	for p in m.group(1).split(","):
+		w = re.findall(r"[A-Za-z_]\w*", p)
+		out.append(w[-1] if w else "")
+	return out
+
+
 def _may_pass(kdir, rel, code, pos, needs, nparams=None):
 	"""Whether the call at pos may meet the tests needs ([param index, op,
 	value]) the wait's sleeping chain makes of its function's parameters:
