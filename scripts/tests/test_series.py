@@ -527,6 +527,10 @@ void baz_init(struct baz *b)
 		     "paths": [{"chain": ["take", "mutex_lock"], "needs": [[3, "bit", "F_SERIAL"]]}]}
 		self.assertEqual(fixes.unit_chains([f], self.tmp), ["take() -> mutex_lock() (only when flags has F_SERIAL)"])
 		self.assertEqual(fixes.unit_chains([f]), ["take() -> mutex_lock()"])
+		long = fixes.chain_lines("rpmsg_send_offchannel_raw(): mutex_lock() (only when src is not RPMSG_ADDR_ANY "
+					 "and dst is not RPMSG_ADDR_ANY)")
+		self.assertTrue(all(len(x) <= 72 for x in long.split("\n")), long)
+		self.assertIn("dst is not RPMSG_ADDR_ANY)", long)
 
 	def test_reached_kthread(self):
 		self.assertEqual(self.text("kt_wait"),

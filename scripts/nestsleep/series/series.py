@@ -469,7 +469,12 @@ def chain_text(chain):
 
 
 def chain_lines(c, width=72):
-	"""A chain, two spaces in, broken after '->' to stay within width."""
+	"""A chain, two spaces in, broken after '->' to stay within width; a
+	'(only when ...)' tail goes on as words, broken at spaces."""
+	tail = ""
+	if " (only when " in c:
+		c, tail = c.split(" (only when ", 1)
+		tail = "(only when " + tail
 	hops = c.split(" -> ")
 	lines, cur = [], "  " + hops[0]
 	for h in hops[1:]:
@@ -478,6 +483,12 @@ def chain_lines(c, width=72):
 			cur = "    " + h
 		else:
 			cur += " -> " + h
+	for w in tail.split():
+		if len(cur) + 1 + len(w) > width:
+			lines.append(cur)
+			cur = "    " + w
+		else:
+			cur += " " + w
 	lines.append(cur)
 	return "\n".join(lines)
 
