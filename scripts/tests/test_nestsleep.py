@@ -400,6 +400,19 @@ class CliTest(unittest.TestCase):
 		self.assertEqual(got["get"]["also"], ["get", "take", "mutex_lock"])
 		self.assertNotIn("also", got["alloc_only"])
 
+	def test_needs_are_the_chains_not_the_waiters_guards(self):
+		"""drbd: the chain under 'if (f & SER)' needs SER; the waiter's
+		own BUG_ON(f & SER) before its wait is no test of the chain."""
+		src = ("static int req(struct s *x, int f)\n{\n\tif (f & SER)\n\t\tmutex_lock(&x->m);\n"
+		       "\tif (x->n)\n\t\twait_event(x->wq2, x->k);\n\treturn 1;\n}\n"
+		       "int a(struct s *x, int f)\n{\n\twait_event(x->wq, req(x, f));\n\treturn 0;\n}\n"
+		       "int b(struct s *x, int f)\n{\n\tBUG_ON(f & SER);\n\twait_event(x->wq, req(x, f));\n\treturn 0;\n}\n")
+		got = {x["function"]: x["paths"][0] for x in self.findings_of(src)}
+		self.assertEqual(got["a"]["chain"], ["req", "mutex_lock"])
+		self.assertEqual(got["a"]["needs"], [[1, "bit", "SER"]])
+		self.assertEqual(got["b"]["chain"], ["req", "wait_event"])
+		self.assertNotIn("needs", got["b"])
+
 	def test_guard_hints_and_function_coverage(self):
 		"""The scoped_guard hints keep guarded functions; the JSON coverage
 		counts them (4 in the fixture), and counts them dropped without."""

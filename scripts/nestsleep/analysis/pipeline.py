@@ -407,7 +407,7 @@ def site_paths(site_targets, ana, later, same=None):
 		locs = ((r.file, r.cline),) + w.locs[1:]
 		findings.setdefault(key, []).append(SitePath(r, w.chain, w.effect, w.group, pen, locs,
 							     blocks=blocks(w, c, tg, r, ana), also=also(w, c, tg, r, ana),
-							     needs=tuple(sorted(x for x in w.conds if x[1] in PARAM_TESTS))))
+							     needs=needs_of(w, c)))
 	return findings
 
 
@@ -430,6 +430,15 @@ def blocks(w, c, tg, r, ana):
 
 # the tests of a parameter a caller's constant argument can decide
 PARAM_TESTS = ("bit", "nobit", "nz", "z", "eq", "ne")
+
+
+def needs_of(w, c):
+	"""The tests of the waiting function's parameters that w's chain
+	needs: w.conds without the waiter's own guards of the call (c's
+	cond), which hold wherever the call runs (drbd's BUG_ON(f &
+	CS_SERIALIZE) before its wait_event_cmd() is no test of the chain)."""
+	own = set(tuple(x) for x in c.get("cond", ()))
+	return tuple(sorted(x for x in w.conds if x[1] in PARAM_TESTS and tuple(x) not in own))
 
 # the groups whose sleep depends on run-time conditions the chain does not
 # show: the allocation flags and memory pressure, a page fault
