@@ -105,6 +105,21 @@ class TestingNoteTest(unittest.TestCase):
 		self.assertIn("the same for all 2 patches", one)
 
 
+class WokenStopsTest(unittest.TestCase):
+	def test_fixes_woken_stops_reads_the_tree(self):
+		"""The cover names what KDIR's wait_woken() tests (review21: 6.12
+		tests kthread_should_stop_or_park(), not kthread_should_stop())."""
+		tmp = tempfile.mkdtemp()
+		self.addCleanup(shutil.rmtree, tmp)
+		os.makedirs(os.path.join(tmp, "kernel", "sched"))
+		body = "long wait_woken(struct wait_queue_entry *w, unsigned mode, long timeout)\n{\n\tif (!%s)\n\t\tx();\n}\n"
+		for test, want in (("kthread_should_stop_or_park()", ["stopped or parked", "kthread_should_stop_or_park()"]),
+				   ("is_kthread_should_stop()", ["stopped", "kthread_should_stop()"]), ("y()", None)):
+			with open(os.path.join(tmp, "kernel", "sched", "wait.c"), "w") as f:
+				f.write(body % test)
+			self.assertEqual(fixes.woken_stops(tmp), want)
+
+
 class SubjectTest(unittest.TestCase):
 	@staticmethod
 	def unit(func, prim="wait_event_killable", shape="wait_event", role="cond", file="drivers/mtd/spi-nor/core.c"):

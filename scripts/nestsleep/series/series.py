@@ -1419,6 +1419,7 @@ def make_series(a, kdir, tid, series, others, records, table, signoff, author, l
 		       "to": to, "cc": cc, "subject_prefix": sprefix, "dir": sdir,
 		       "cover": os.path.join(sdir, cover_name), "files": sfiles, "git_am": am, "patches": entries}
 		ro = [(f, w) for f, w in others if section_of(kdir, f["file"], seccache_of(kdir))["name"] == sname]
+		manifest.setdefault("woken_stops", woken_stops(kdir))
 		fill_cover(os.path.join(tmp, ent["cover"]), ent, ro, manifest, tid)
 		manifest["series"].append(ent)
 	for f, why in others:
@@ -1479,6 +1480,24 @@ def testing_note(ent, records):
 		for t, ix in texts.items())
 
 
+def woken_stops(kdir):
+	"""(what, the test) for a kthread in which KDIR's wait_woken() does not
+	sleep: 6.12 tests kthread_should_stop_or_park(), 6.1
+	is_kthread_should_stop(); None when neither is found."""
+	try:
+		with open(os.path.join(kdir, "kernel", "sched", "wait.c"), errors="replace") as f:
+			t = f.read()
+	except OSError:
+		return None
+	m = re.search(r"long wait_woken\(.*?\n}\n", t, re.S)
+	body = m.group(0) if m else ""
+	if "kthread_should_stop_or_park()" in body:
+		return ["stopped or parked", "kthread_should_stop_or_park()"]
+	if "is_kthread_should_stop()" in body or "kthread_should_stop()" in body:
+		return ["stopped", "kthread_should_stop()"]
+	return None
+
+
 def cover_blurb(ent, ro, manifest, tid):
 	n = len(ent["patches"])
 	paras = [wrap("This series fixes nested sleeps in the %s section of MAINTAINERS: in each, a function "
@@ -1496,10 +1515,11 @@ def cover_blurb(ent, ro, manifest, tid):
 			  "struct type, and it follows calls, not the conditions around them, so a chain can name a "
 			  "path that does not run while the state is set; each changelog says which chain it saw." % (
 				  RULE, manifest["selection"])))
-	paras.append(wrap("One change every patch makes: wait_woken() does not sleep in a kthread that is being "
-			  "stopped (it tests kthread_should_stop()), so a kthread stopped while it waits in one of "
-			  "these loops tests the condition again without sleeping until the condition holds, where "
-			  "the old wait slept between wakeups."))
+	if manifest.get("woken_stops"):
+		paras.append(wrap("One change every patch makes: wait_woken() does not sleep in a kthread that is "
+				  "being %s (it tests %s, kernel/sched/wait.c), so such a kthread waiting in one of "
+				  "these loops tests the condition again without sleeping until the condition holds, "
+				  "where the old wait slept between wakeups." % tuple(manifest["woken_stops"])))
 	notes = []
 	if manifest["git"]:
 		notes.append("Made with git format-patch on %s (base-commit below)." % tid)
