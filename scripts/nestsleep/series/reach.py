@@ -394,16 +394,6 @@ def _value(kdir, rel, text, depth=0):
 		return None
 
 
-def _nparams(kdir, rel, func):
-	"""The number of parameters of func's definition in rel, or None."""
-	src = _read(kdir, rel)
-	m = src and re.search(r"\b%s\s*\(([^;{)]*)\)\s*\{" % re.escape(func), src[1])
-	if not m:
-		return None
-	t = m.group(1).strip()
-	return 0 if t in ("", "void") else t.count(",") + 1
-
-
 def param_names(kdir, rel, func):
 	"""The parameter names of func's definition in rel, or None."""
 	src = _read(kdir, rel)
@@ -474,7 +464,7 @@ def _reach(kdir, rel, func, depth, needs=()):
 				for kind, what in _uses(kdir, f, name):
 					if kind == "call":
 						if needs and not via and not _may_pass(kdir, f, _read(kdir, f)[1], what[2], needs,
-										     _nparams(kdir, rel, func)):
+										     len(param_names(kdir, rel, func) or ())):
 							continue	# its constants rule the sleep out
 						key, late2 = (what[0], f), late or what[1]
 						if key not in seen or (key in nxt and nxt[key][3] and not late2):
