@@ -386,11 +386,13 @@ def site_paths(site_targets, ana, later, same=None):
 			findings.setdefault(key, []).append(SitePath(r, w.chain, w.effect, w.group, w.penalty, w.locs))
 			continue
 		w = ana.witness(c, tg, ana.summary, r.file)
-		if (w is not None and w.group == "schedule" and r.shape in WINDOW_SHAPES
+		if (w is not None and w.group == "schedule" and r.shape in WINDOW_SHAPES + ("carried_state",)
 		    and (r.file, r.cline, r.ccol) not in later):
 			# no sleep can follow the call in its window: the schedule()
 			# it reaches is the sleep the window was opened for.  Only a
-			# chain that sleeps another way on the way is nested.
+			# chain that sleeps another way on the way is nested.  The
+			# same holds when a helper set the state (carried_state):
+			# the next helper's schedule() is then the wait itself.
 			w = ana.witness(c, tg, ana.summary_without("schedule"), r.file, exclude=("schedule",))
 		if w is None:
 			continue
