@@ -47,6 +47,10 @@ class Knowledge:
 		# scheduler entry point -> its wait_woken() timeout, or None
 		self.schedulers = dict(self.info["schedulers"]["functions"])
 		self.reasons = {g["name"]: g["reason"] for g in self.info["groups"]}
+		# tests of the current task's own state, without white space
+		st = self.info.get("state_tests", {})
+		self.state_reads = frozenset(re.sub(r"\s+", "", x) for x in st.get("reads", ()))
+		self.state_running = frozenset(re.sub(r"\s+", "", x) for x in st.get("running", ()))
 
 	def want_args(self, name):
 		return name in self.gfp_arg
