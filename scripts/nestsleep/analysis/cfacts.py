@@ -698,6 +698,17 @@ def labels_between(toks, first, last):
 	return False
 
 
+def block_macro(toks, j, hi):
+	"""Whether the statement at toks[j] is a macro that heads a block,
+	'name(...) { ... }': scoped_guard(), scoped_cond_guard()
+	(include/linux/cleanup.h), list_for_each_entry() and the other loop
+	macros.  No C statement has that shape otherwise."""
+	if toks[j][0] != "id" or toks[j][1] in KEYWORDS or j + 1 >= hi or toks[j + 1][1] != "(":
+		return False
+	rp = _match_close(toks, j + 1, "(", ")")
+	return rp + 1 < hi and toks[rp + 1][1] == "{"
+
+
 def stmt_end(toks, j, hi):
 	"""Index of the last token of the statement that starts at toks[j]."""
 	if j >= hi:
@@ -721,6 +732,8 @@ def stmt_end(toks, j, hi):
 	if v == "do":
 		e = stmt_end(toks, j + 1, hi)
 		return stmt_end(toks, e + 1, hi)
+	if block_macro(toks, j, hi):
+		return stmt_end(toks, _match_close(toks, j + 1, "(", ")") + 1, hi)
 	d = 0
 	k = j
 	while k < hi:
@@ -812,7 +825,7 @@ def guard_map(toks, lo, hi, atoms, label_reset=None, restores=None, asserts=froz
 						cur = cur + tuple(("R",) + tuple(a) for a in pos)
 					j = max(te, j) + 1
 				continue
-			if v in ("for", "while", "switch") and j + 1 < b and toks[j + 1][1] == "(":
+			if (v in ("for", "while", "switch") and j + 1 < b and toks[j + 1][1] == "(") or block_macro(toks, j, b):
 				e = stmt_end(toks, j, b)
 				rp = _match_close(toks, j + 1, "(", ")")
 				mark(j, rp, cur)
