@@ -30,6 +30,7 @@ CONFIDENCE  ?= high
 LABELS      ?=
 BUILD       ?= 1
 BASELINE    ?=
+HELDOUT_BASE ?=
 PATCHES     ?=
 ONLY        ?=
 ROUNDS      ?= 10000
@@ -55,7 +56,8 @@ help:
 	@echo '                only fixes of CONFIDENCE= (high, the default; medium or low select more).'
 	@echo '                No Signed-off-by unless SIGNOFF=1 (your git identity) or SIGNOFF="Name <mail>".'
 	@echo '                BUILD=1 (default) builds the touched objects after each patch, in series order.'
-	@echo '  triage      - write maintainer reports to OUT= (default reports/<tree-id>; BASELINE=, M=)'
+	@echo '  triage      - write maintainer reports to OUT= (default reports/<tree-id>; BASELINE=, M=,'
+	@echo '                HELDOUT_BASE= the earlier tree of the held-out precision, default the cached 6.1)'
 	@echo '  boottest    - build and boot every patch of PATCHES=<dir from make fixes> in QEMU'
 	@echo '  runtime-proof - boot the test module, before and after forms (ROUNDS=)'
 	@echo '  stress      - the runtime proof with ROUNDS=100000'
@@ -88,7 +90,7 @@ fixes: first-use
 		--jobs="$(J)" --verbose="$(V)"
 
 triage: first-use
-	@$(NS) triage --kdir="$(KDIR)" --m="$(M)" --out="$(OUT)" --baseline="$(BASELINE)" --jobs="$(J)"
+	@$(NS) triage --kdir="$(KDIR)" --m="$(M)" --out="$(OUT)" --baseline="$(BASELINE)" --heldout-base="$(HELDOUT_BASE)" --jobs="$(J)"
 
 boottest: first-use
 	@$(NS) boottest --patches="$(PATCHES)" --kdir="$(KDIR)" --only="$(ONLY)"

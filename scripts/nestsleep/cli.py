@@ -141,6 +141,9 @@ def parser():
 	p.add_argument("--labels", default="", help="the hand labels (default reports/labels/<tree-id>.json)")
 	p.add_argument("--json", default="", help="findings from 'coccicheck --mode patch --json' (else run it)")
 	p.add_argument("--kdir-shown", dest="kdir_shown", default="", help="how to write KDIR in the reports")
+	p.add_argument("--heldout-base", dest="heldout_base", default="",
+		       help="the earlier tree of the held-out precision (HELDOUT_BASE=; default "
+		       "linux-source-6.1 in the cache dir)")
 	p.set_defaults(run=_triage)
 
 	p = sub.add_parser("bench", parents=[knobs(mode=False)], help="time whole-tree runs")

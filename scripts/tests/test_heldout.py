@@ -39,7 +39,8 @@ static int ws_fn(struct dev *d)
 
 static void old_name(struct dev *d)
 {
-	wait_event(d->wq, old_name_helper(d));
+	wait_event(d->wq, d->ready);
+	if (d->next) old_name(d->next);
 }
 """,
 	"drivers/b/b.c": """\
@@ -89,7 +90,9 @@ static int new_fn(struct dev *d)
 
 static void new_name(struct dev *d)
 {
-	wait_event(d->wq, new_name_helper(d));
+	wait_event(d->wq, d->ready);
+	if (d->next)
+		new_name(d->next);	/* recursive */
 }
 """,
 	"drivers/c/c.c": """\
@@ -174,6 +177,15 @@ class HeldoutTest(unittest.TestCase):
 		self.assertEqual([lv[c][:4] for c in ("high", "medium", "low", "all")],
 				 [(2, 2, 2, 1), (1, 1, 0, 0), (1, 0, 0, 0), (4, 3, 2, 1)])
 
+	def test_shared_fingerprint_counts_twice(self):
+		"""Two wait sites of one function with the same chain share a
+		fingerprint and a label; each is a finding, as in reports.precision()."""
+		two = FINDINGS + [dict(FINDINGS[1], line=16), dict(FINDINGS[0], line=7)]
+		res = heldout.compute(two, self.new, self.old, LABELS, sources={})
+		self.assertEqual((res["n"], res["functions"], res["total"]), (5, 2, 10))
+		self.assertEqual(sum(res["counts"].values()), 10)
+		self.assertEqual(res["levels"]["high"][:4], (3, 3, 3, 1))
+
 	def test_wilson_hand_computed(self):
 		z2 = 1.959964 ** 2
 		# k = n: lower bound n / (n + z^2), upper 1
@@ -211,7 +223,7 @@ class HeldoutTest(unittest.TestCase):
 
 	def test_cited_label_is_reported(self):
 		res = heldout.compute(FINDINGS, self.new, self.old, LABELS,
-				      sources={"label:linux-6.12.7:f2": "msleep"})
+				      sources={"cocci/sleep_info.json": '"source": ["label:linux-6.12.7:f2"]'})
 		md = "\n".join(heldout.markdown(res))
 		self.assertNotIn("no rule was justified by these labels", md)
 		self.assertIn("`f2`", md.split("cited", 1)[1])

@@ -7,8 +7,9 @@
 Writes, to DIR (default reports/<tree-id>), through DIR.tmp and a rename:
 
   index.md          tree, versions, command, parse coverage, precision by
-                    confidence from the hand labels, and one row per
-                    MAINTAINERS section (the most specific one of each file)
+                    confidence from the hand labels (in-sample, and held-out:
+                    heldout.py), and one row per MAINTAINERS section (the
+                    most specific one of each file)
   <section>.md      each finding laid out like a kernel test robot mail
   findings.json     one record per finding
   findings.sarif    SARIF 2.1.0, for code-scanning front ends
@@ -21,6 +22,14 @@ primitive, a sleeping path with the same first call and final sleeping
 primitive, and the same or a renamed function (match_baseline()).  Hand
 labels live in reports/labels/<tree-id>.json (fingerprint -> verdict and
 reason) and survive a new run.
+
+The held-out precision compares KDIR with the comparison tree of
+--heldout-base (HELDOUT_BASE=), by default linux-source-6.1 in the cache
+dir, the tree `make setup` unpacks and the one sleep_info.json is checked
+against: a knob, so a test or another pair of trees can name the tree, with
+a default that needs nothing on the command line.  It is computed only when
+KDIR is a later kernel than that tree (6.12 against 6.1); otherwise index.md
+says in one line why not.
 """
 
 import collections
@@ -34,11 +43,12 @@ import shutil
 import subprocess
 import sys
 
-from nestsleep import TOP, VERSION
+from nestsleep import TOP, VERSION, cache_dir
 from nestsleep import exercisers
 from nestsleep.common import UserError
 from nestsleep.series import series as fixes
 from nestsleep.series import effect
+from nestsleep.triage import heldout as heldout_mod
 from nestsleep.triage import treeid
 
 RULE = "cocci/nested_sleep.cocci"
@@ -328,6 +338,26 @@ def calibration_md(tid, recs):
 	return L
 
 
+def _version(tid):
+	m = re.match(r"linux-(\d+)\.(\d+)\.(\d+)", tid)
+	return tuple(int(x) for x in m.groups()) if m else None
+
+
+def heldout_lines(kdir, tid, base, recs, labels):
+	"""index.md's held-out precision (heldout.py) of recs against the
+	earlier tree base, or one line that says why it is not computed."""
+	def no(why):
+		return ["Held-out precision: not computed: %s." % why, ""]
+	if not base or not os.path.isfile(os.path.join(base, "Makefile")):
+		return no("no comparison tree (`linux-source-6.1` in the cache dir, or HELDOUT_BASE=)")
+	bid = treeid.tree_id(base)
+	if _version(tid) is None or _version(bid) is None or _version(tid) <= _version(bid):
+		return no("%s is not a later kernel than the comparison tree %s" % (tid, bid))
+	if not labels:
+		return no("no hand labels for %s" % tid)
+	return heldout_mod.markdown(heldout_mod.compute(recs, kdir, base, labels))
+
+
 def build(a):
 	kdir = os.path.realpath(a.kdir)
 	if not os.path.isfile(os.path.join(kdir, "Makefile")):
@@ -430,9 +460,12 @@ def build(a):
 			f.write(section_md(sname, rs, kdir, series, a.kdir_shown or "<a %s tree>" % tid, tid))
 	now = set(r["fingerprint"] for r in recs)
 	stale = {fp: lab for fp, lab in labels.items() if fp not in now and lab.get("verdict")}
+	hbase = getattr(a, "heldout_base", "") or os.path.join(cache_dir(), "linux-source-6.1")
+	held = heldout_lines(kdir, tid, os.path.realpath(hbase), recs, labels)
+	log(held[0] if held[0].startswith("Held-out") else "held-out precision against %s" % hbase)
 	with open(os.path.join(tmp, "index.md"), "w") as f:
 		f.write(index_md(tid, kdir, nver, sver, cmd, data.get("coverage", {}), recs, bysec, gone, labels_path,
-				 base is not None, stale))
+				 base is not None, stale, heldout=held))
 	if os.path.isdir(out):
 		shutil.rmtree(out)
 	os.rename(tmp, out)
@@ -447,7 +480,7 @@ def pct(a, b):
 	return "%.1f%%" % (100.0 * a / b) if b else "n/a"
 
 
-def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, has_base, stale=None):
+def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, has_base, stale=None, heldout=None):
 	L = ["# nestsleep triage report: %s" % tid, ""]
 	L += ["| | |", "|---|---|",
 	      "| tree | `%s` (%s) |" % (tid, os.path.basename(kdir)),
@@ -487,6 +520,7 @@ def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, ha
 		L.append("| %s | %d | %d | %d | %d | %s |" % (c, n, nl, tp, hl,
 							  ("%.0f%%" % (100.0 * tp / nl)) if nl else "n/a"))
 	L.append("")
+	L += heldout or []
 	L += calibration_md(tid, recs)
 	if stale:
 		v = collections.Counter(lab["verdict"] for lab in stale.values())
