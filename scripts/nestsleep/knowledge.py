@@ -1,5 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""cocci/sleep_info.json, the kernel knowledge, behind one accessor."""
+"""cocci/sleep_info.json, the kernel knowledge, behind one accessor.
+
+Each entry of the file (an object with a "reason", a "NAME_reason" beside
+a list, a top-level list of names) names its "source" (or "NAME_source"):
+kernel lines, "path/file.c:LINE" in the 6.1 tree or "6.12:path:LINE", and
+"label:<tree-id>:<fingerprint>" for a hand label in reports/labels/.  An
+entry whose only sources are labels was taught by a reviewer, not shown in
+the kernel: a chain that ends in such a group gets one more doubt
+(pipeline.label_doubt())."""
 
 import json
 import re
@@ -8,6 +16,38 @@ from nestsleep import SLEEP_INFO
 from nestsleep import gen_builtin
 from nestsleep.analysis.cfacts import Words
 from nestsleep.common import sha1
+
+
+def entries(info):
+	"""(section, source list) of every entry of sleep_info.json: each
+	object with a reason or a source, each NAME_source beside its list,
+	under the top-level key it belongs to."""
+	out = []
+
+	def walk(sec, node):
+		if isinstance(node, dict):
+			if "reason" in node or "source" in node:
+				out.append((sec, list(node.get("source", ()))))
+			for k, v in node.items():
+				if k.endswith("_source") and k != "source":
+					out.append((sec, list(v)))
+				else:
+					walk(sec, v)
+		elif isinstance(node, list):
+			for v in node:
+				walk(sec, v)
+
+	for k, v in info.items():
+		if k.endswith("_source"):
+			out.append((k[:-len("_source")], list(v)))
+		elif k != "about":
+			walk(k, v)
+	return out
+
+
+def label_only(sources):
+	"""Whether a source list rests on hand labels alone."""
+	return bool(sources) and all(s.startswith("label:") for s in sources)
 
 
 class Knowledge:
@@ -51,6 +91,22 @@ class Knowledge:
 		st = self.info.get("state_tests", {})
 		self.state_reads = frozenset(re.sub(r"\s+", "", x) for x in st.get("reads", ()))
 		self.state_running = frozenset(re.sub(r"\s+", "", x) for x in st.get("running", ()))
+		# the groups, and their primitives, that only a hand label taught
+		self.label_only_groups = frozenset(g["name"] for g in self.info["groups"]
+						   if label_only(g.get("source", ())))
+		self.label_only = frozenset(fn for g in self.info["groups"] if g["name"] in self.label_only_groups
+					    for fn in list(g.get("functions", ())) + list(g.get("gfp_arg", {})))
+
+	def source_counts(self):
+		"""Per top-level section: how many entries, how many name a kernel
+		line, how many rest on hand labels alone."""
+		out = {}
+		for sec, src in entries(self.info):
+			c = out.setdefault(sec, {"entries": 0, "kernel": 0, "label_only": 0})
+			c["entries"] += 1
+			c["kernel"] += any(not s.startswith("label:") for s in src)
+			c["label_only"] += label_only(src)
+		return out
 
 	def want_args(self, name):
 		return name in self.gfp_arg

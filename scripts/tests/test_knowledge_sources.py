@@ -130,7 +130,7 @@ class LabelOnlyTest(unittest.TestCase):
 
 	def load(self, info):
 		d = tempfile.mkdtemp(prefix="nestsleep-ksource-")
-		self.addCleanup(lambda: [os.unlink(os.path.join(d, x)) for x in os.listdir(d)] and os.rmdir(d))
+		self.addCleanup(shutil.rmtree, d, True)
 		path = os.path.join(d, "sleep_info.json")
 		with open(path, "w") as f:
 			json.dump(info, f)
