@@ -397,7 +397,7 @@ def site_paths(site_targets, ana, later, same=None):
 		if w is None:
 			continue
 		key = (r.file, r.line, r.col, r.colend)
-		pen = w.penalty
+		pen = w.penalty + label_doubt(w, ana.kn)
 		if any(op in GFP_TESTS for _, op, _ in w.conds):
 			# the sleep needs a blocking gfp from the waiter's caller
 			pen += 1
@@ -411,6 +411,14 @@ def site_paths(site_targets, ana, later, same=None):
 							     blocks=blocks(w, c, tg, r, ana), also=also(w, c, tg, r, ana),
 							     needs=needs_of(w, c)))
 	return findings
+
+
+def label_doubt(w, kn):
+	"""One doubt when w's final primitive belongs to a group of
+	cocci/sleep_info.json whose only sources are hand labels
+	(Knowledge.label_only): no kernel line shows that it sleeps."""
+	end = w.chain[-1] if w.chain else None
+	return 1 if w.group in kn.label_only_groups or end in kn.label_only else 0
 
 
 # the annotations that only check: they warn, and at most preempt
