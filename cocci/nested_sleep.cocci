@@ -1238,6 +1238,22 @@ if f == g or not ns_record("carried_state", g, p0[0], f, p[0], str(al),
 // that may sleep is left out: that call resets the state (and is itself a
 // finding).  Alone, the rule knows the thread functions of the file it
 // reads; the driver gives those of the whole tree.
+//
+// The rule follows the state along each path from the setter to the
+// return: a path that restores TASK_RUNNING or runs schedule() (which
+// returns in TASK_RUNNING: __schedule() resets the state for a pending
+// signal, kernel/sched/core.c:6515-6516, or dequeues the task,
+// :6537, which runs again only after try_to_wake_up() set TASK_RUNNING,
+// :3659 and :4112) is left out.  Coccinelle's control flow graph gives
+// every loop an edge out through its test, also for(;;), while(1) and
+// while(true), which only a break, goto or return can leave.  So no path
+// crosses the head of such a loop, except the one the last alternatives
+// match: the state reaches the head of the loop still set, and the body
+// leaves it by a break or goto, or returns, before it restores the state.
+// vhost_worker() in 6.1 (drivers/vhost/vhost.c:344-369) is not reported:
+// its only break follows __set_current_state(TASK_RUNNING).  Two tests of
+// one condition (aoe's kthread(): the state set under 'if (!more)', then
+// 'if (!more) schedule(); else ...') are the driver's (sameguard.py).
 
 @thr@
 identifier kc = {kthread_run, kthread_run_on_cpu, kthread_create, kthread_create_on_node, kthread_create_on_cpu}; // generated: tasks.creators
@@ -1257,6 +1273,8 @@ identifier scs = {set_current_state, __set_current_state, set_special_state}; //
 identifier r =~ "^(__schedule|blk_io_schedule|do_wait_intr|do_wait_intr_irq|finish_swait|finish_wait|freezable_schedule|freezable_schedule_timeout|freezable_schedule_unsafe|io_schedule|io_schedule_timeout|memalloc_retry_wait|preempt_schedule_common|schedule|schedule_hrtimeout|schedule_hrtimeout_range|schedule_hrtimeout_range_clock|schedule_idle|schedule_preempt_disabled|schedule_rtlock|schedule_timeout|schedule_timeout_idle|schedule_timeout_interruptible|schedule_timeout_killable|schedule_timeout_uninterruptible|wait_woken)$"; // generated: state_restore
 identifier f : script:python() { ns_window(f) };
 expression S;
+identifier l;
+statement S2;
 position p0, p;
 identifier rt : script:python() { ns_runs_on_true(rt) };
 @@
@@ -1270,7 +1288,126 @@ scs@p0(S)
     when != sched_annotate_sleep()
     when != rt(...)
     when != f(...)
+    when != for(;;) S2
+    when != while(1) S2
+    when != while(true) S2
+(
 return@p ...;
+|
+for(;;) {
+... when != r(...)
+    when != __set_current_state(TASK_RUNNING)
+    when != set_current_state(TASK_RUNNING)
+    when != sched_annotate_sleep()
+    when != rt(...)
+    when != f(...)
+    when != for(;;) S2
+    when != while(1) S2
+    when != while(true) S2
+return@p ...;
+...
+}
+|
+for(;;) {
+... when != r(...)
+    when != __set_current_state(TASK_RUNNING)
+    when != set_current_state(TASK_RUNNING)
+    when != sched_annotate_sleep()
+    when != rt(...)
+    when != f(...)
+    when != for(;;) S2
+    when != while(1) S2
+    when != while(true) S2
+\(break;\|goto l;\)
+...
+}
+... when != r(...)
+    when != __set_current_state(TASK_RUNNING)
+    when != set_current_state(TASK_RUNNING)
+    when != sched_annotate_sleep()
+    when != rt(...)
+    when != f(...)
+    when != for(;;) S2
+    when != while(1) S2
+    when != while(true) S2
+return@p ...;
+|
+while(1) {
+... when != r(...)
+    when != __set_current_state(TASK_RUNNING)
+    when != set_current_state(TASK_RUNNING)
+    when != sched_annotate_sleep()
+    when != rt(...)
+    when != f(...)
+    when != for(;;) S2
+    when != while(1) S2
+    when != while(true) S2
+return@p ...;
+...
+}
+|
+while(1) {
+... when != r(...)
+    when != __set_current_state(TASK_RUNNING)
+    when != set_current_state(TASK_RUNNING)
+    when != sched_annotate_sleep()
+    when != rt(...)
+    when != f(...)
+    when != for(;;) S2
+    when != while(1) S2
+    when != while(true) S2
+\(break;\|goto l;\)
+...
+}
+... when != r(...)
+    when != __set_current_state(TASK_RUNNING)
+    when != set_current_state(TASK_RUNNING)
+    when != sched_annotate_sleep()
+    when != rt(...)
+    when != f(...)
+    when != for(;;) S2
+    when != while(1) S2
+    when != while(true) S2
+return@p ...;
+|
+while(true) {
+... when != r(...)
+    when != __set_current_state(TASK_RUNNING)
+    when != set_current_state(TASK_RUNNING)
+    when != sched_annotate_sleep()
+    when != rt(...)
+    when != f(...)
+    when != for(;;) S2
+    when != while(1) S2
+    when != while(true) S2
+return@p ...;
+...
+}
+|
+while(true) {
+... when != r(...)
+    when != __set_current_state(TASK_RUNNING)
+    when != set_current_state(TASK_RUNNING)
+    when != sched_annotate_sleep()
+    when != rt(...)
+    when != f(...)
+    when != for(;;) S2
+    when != while(1) S2
+    when != while(true) S2
+\(break;\|goto l;\)
+...
+}
+... when != r(...)
+    when != __set_current_state(TASK_RUNNING)
+    when != set_current_state(TASK_RUNNING)
+    when != sched_annotate_sleep()
+    when != rt(...)
+    when != f(...)
+    when != for(;;) S2
+    when != while(1) S2
+    when != while(true) S2
+return@p ...;
+)
 ...+>
 }
 

@@ -23,7 +23,18 @@ task_is_running(current) or READ_ONCE(current->__state) == TASK_RUNNING
 said so, with no state setter in between, runs in TASK_RUNNING whatever
 set the state before (a freezable kthread's try_to_freeze() after its
 work path, or a waker, set TASK_RUNNING).  The tests are sleep_info.json
-state_tests; this one also applies to states carried out of a helper."""
+state_tests; this one also applies to states carried out of a helper and
+to the returns of a thread function.
+
+A thread function (thread_exit Site) that sets the state under 'if (E)'
+and then, in the same block with no jump between, tests 'if (E)' again
+around a block that restores TASK_RUNNING or calls schedule(), returns
+with the state restored on every run: aoe's kthread() sets
+TASK_INTERRUPTIBLE under 'if (!more)' and then calls schedule() under
+'if (!more)' (drivers/block/aoe/aoecmd.c:1242-1251).  The rule follows the
+other branch of the second test to the return.  This is here and not in
+the SmPL rule because Coccinelle does not correlate two tests of one
+condition: each branch of each test is a path of its own."""
 
 import re
 
@@ -31,6 +42,8 @@ from nestsleep.analysis import cfacts
 
 # the window shapes whose setter the Site names (pipeline.WINDOW_SHAPES)
 SHAPES = ("set_current_state", "prepare_to_wait")
+# the statements that leave the straight way down a block
+JUMPS = ("break", "continue", "goto", "return")
 _CHAIN = re.compile(r"[A-Za-z_]\w*(?:(?:->|\.)[A-Za-z_]\w*)*")
 
 
@@ -101,6 +114,7 @@ class SameGuard:
 		self.running = set(kn.words.set)
 		self.setters = frozenset(kn.words.set) | frozenset(kn.words.prepare)
 		self.reads, self.predicates = kn.state_reads, kn.state_running
+		self.prepare = set(kn.words.prepare)
 		self._toks = {}
 
 	def _running_ranges(self, toks, lo, hi):
@@ -167,8 +181,9 @@ class SameGuard:
 		return toks[a][1] in self.running and cfacts._text(toks[a + 2:rp]) == "TASK_RUNNING"
 
 	@staticmethod
-	def _changed(toks, lo, hi, e):
-		"""Whether the body toks[lo:hi] may change a member chain of e."""
+	def _changed(toks, lo, hi, e, addr_only=False):
+		"""Whether the body toks[lo:hi] may change a member chain of e
+		(with addr_only, take its address)."""
 		for chain in _CHAIN.findall(e):
 			if re.match(r"^[A-Z_][A-Z0-9_]*$", chain):
 				continue
@@ -179,6 +194,8 @@ class SameGuard:
 				for j in range(lo, hi - m):
 					if [t[1] for t in toks[j:j + m]] != pre or toks[j - 1][1] in ("->", "."):
 						continue
+					if addr_only and toks[j - 1][1] != "&":
+						continue
 					if cfacts.writes(toks[j - 1][1], toks[j + m][1]):
 						return True
 		return False
@@ -186,7 +203,7 @@ class SameGuard:
 	def excluded(self, r):
 		"""Whether no run can reach Site r's call in the window its setter
 		opened, by the tests above."""
-		if r.shape not in SHAPES + ("carried_state",):
+		if r.shape not in SHAPES + ("carried_state", "thread_exit"):
 			return False
 		fn = self.facts.get(r.file)["functions"].get(r.func)
 		toks = self.tokens(r.file)
@@ -201,9 +218,12 @@ class SameGuard:
 			return [j for j in range(lo, hi) if toks[j][2] == line and toks[j][1] == name
 				and j + 1 < hi and toks[j + 1][1] == "("]
 		setters, calls = at(r.line, r.site), at(r.cline, r.call)
+		if r.shape == "thread_exit":
+			# the 'call' is kthread_exit() after the return on line cline
+			calls = [j for j in range(lo, hi) if toks[j][2] == r.cline and toks[j][1] == "return"]
 		if calls and all(self.runs_running(toks, lo + 1, hi, c) for c in calls):
 			return True
-		if r.shape not in SHAPES or len(setters) != 1 or not calls:
+		if r.shape == "carried_state" or len(setters) != 1 or not calls:
 			return False
 		s = setters[0]
 		gotos = {}
@@ -213,6 +233,13 @@ class SameGuard:
 		gm = cfacts.guard_map(toks, lo + 1, hi, atoms,
 				      label_reset=lambda j: any(g > s for g in gotos.get(toks[j][1], ())),
 				      restores=lambda a, e: self._restores(toks, a, e))
+		if r.shape == "thread_exit":
+			# E may be assigned before the setter (aoe's 'more =
+			# k->fn(k->id);' each time round): the walk checks that
+			# nothing between the two tests changes it
+			tests = [t for t in gm.get(s, ()) if len(t) == 2 and _pure(t[0])
+				 and not self._changed(toks, lo + 1, hi, t[0], addr_only=True)]
+			return bool(tests) and self._exit_restored(toks, lo + 1, hi, s, tests) is True
 		tests = [t for t in gm.get(s, ()) if len(t) == 2 and _pure(t[0])
 			 and not self._changed(toks, lo + 1, hi, t[0])]
 		if not tests:
@@ -222,3 +249,74 @@ class SameGuard:
 			if not any((e, not pol) in ctx or ("R", e, pol) in ctx for e, pol in tests):
 				return False
 		return True
+
+	def _restores_block(self, toks, a, e):
+		"""Whether statement toks[a..e] always restores TASK_RUNNING: one
+		restoring call, or a block with one at its top level that no jump
+		comes before and no state setter follows ('{ schedule();
+		remove_wait_queue(...); }')."""
+		if self._restores(toks, a, e):
+			return True
+		if toks[a][1] != "{" or e >= len(toks) or toks[e][1] != "}":
+			return False
+		setters = self.running | self.prepare
+		j = a + 1
+		while j < e:
+			k = max(cfacts.stmt_end(toks, j, e), j)
+			if self._restores(toks, j, k):
+				return not any(t[1] in setters for t in toks[k + 1:e])
+			if any(t[1] in JUMPS for t in toks[j:k + 1]):
+				return False
+			j = k + 1
+		return False
+
+	def _exit_restored(self, toks, a, b, s, tests):
+		"""Walk the statements of toks[a:b] down to the one holding setter
+		s, then on from there: True when a later 'if (C) RESTORE' with a
+		test of s among C's true tests comes before any jump, None when the
+		walk must give up (a jump, a label, s inside a switch, or the end
+		of a loop body, which may lead back to a jump before s), False
+		when the block ends first (the enclosing one goes on)."""
+		j = a
+		while j < b and not (j <= s <= max(cfacts.stmt_end(toks, j, b), j)):
+			j = max(cfacts.stmt_end(toks, j, b), j) + 1
+		if j >= b:
+			return None
+		e = max(cfacts.stmt_end(toks, j, b), j)
+		v = toks[j][1]
+		if j == s:
+			got = False
+		elif v == "{":
+			got = self._exit_restored(toks, j + 1, e, s, tests)
+		elif v == "if":
+			rp = cfacts._match_close(toks, j + 1, "(", ")")
+			te = cfacts.stmt_end(toks, rp + 1, e + 1)
+			if s <= te:
+				got = self._exit_restored(toks, rp + 1, te + 1, s, tests)
+			else:
+				got = self._exit_restored(toks, te + 2, e + 1, s, tests)
+		elif v in ("for", "while", "do"):
+			# the body's end leads to the loop test, and the loop may
+			# go round to a jump before s: only a restore inside counts
+			a2 = j + 1 if v == "do" else cfacts._match_close(toks, j + 1, "(", ")") + 1
+			got = self._exit_restored(toks, a2, cfacts.stmt_end(toks, a2, e + 1) + 1, s, tests)
+			return got if got is True else None
+		else:
+			return None
+		if got is not False:
+			return got
+		j = e + 1
+		while j < b:
+			e = max(cfacts.stmt_end(toks, j, b), j)
+			if toks[j][1] == "if":
+				rp = cfacts._match_close(toks, j + 1, "(", ")")
+				te = cfacts.stmt_end(toks, rp + 1, e + 1)
+				pos = atoms(cfacts._text(toks[j + 2:rp]))[0]
+				if any(t in pos and not self._changed(toks, s, j, t[0]) for t in tests) and \
+						self._restores_block(toks, rp + 1, te):
+					return True
+			if any(t[1] in JUMPS or (t[0] == "id" and k + 1 <= e and toks[k + 1][1] == ":")
+			       for k, t in enumerate(toks[j:e + 1], j)):
+				return None
+			j = e + 1
+		return False
