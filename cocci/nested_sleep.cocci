@@ -1275,6 +1275,7 @@ identifier f : script:python() { ns_window(f) };
 expression S;
 identifier l;
 statement S2;
+symbol true;
 position p0, p;
 identifier rt : script:python() { ns_runs_on_true(rt) };
 @@
