@@ -267,3 +267,25 @@ class TriageTest(unittest.TestCase):
 
 if __name__ == "__main__":
 	unittest.main()
+
+
+class KnowledgeSourcesTest(unittest.TestCase):
+	"""index.md says how many sleep_info.json entries rest on labels alone."""
+
+	def test_counts_line(self):
+		from nestsleep.knowledge import Knowledge
+		src = os.path.join(TOP, "cocci", "sleep_info.json")
+		with open(src) as f:
+			info = json.load(f)
+		info["groups"][0]["source"] = ["label:linux-6.1.192:0000000000000000"]
+		d = tempfile.mkdtemp()
+		self.addCleanup(shutil.rmtree, d)
+		p = os.path.join(d, "sleep_info.json")
+		with open(p, "w") as f:
+			json.dump(info, f)
+		kn = Knowledge(p)
+		total = sum(c["entries"] for c in kn.source_counts().values())
+		text = "\n".join(triage.knowledge_lines(kn))
+		self.assertIn("%d entries" % total, text)
+		self.assertIn("1 rests on hand labels alone (groups: %s)" % info["groups"][0]["name"], text)
+		self.assertIn("0 rest on hand labels alone", "\n".join(triage.knowledge_lines(Knowledge())))

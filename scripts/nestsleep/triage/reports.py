@@ -46,6 +46,7 @@ import sys
 from nestsleep import TOP, VERSION, cache_dir
 from nestsleep import exercisers
 from nestsleep.common import UserError
+from nestsleep.knowledge import Knowledge
 from nestsleep.series import series as fixes
 from nestsleep.series import effect
 from nestsleep.triage import heldout as heldout_mod
@@ -343,6 +344,21 @@ def _version(tid):
 	return tuple(int(x) for x in m.groups()) if m else None
 
 
+def knowledge_lines(kn):
+	"""index.md's count of the sleep_info.json entries that rest on hand
+	labels alone (a chain that ends in one of them gets one doubt)."""
+	counts = kn.source_counts()
+	total = sum(c["entries"] for c in counts.values())
+	kernel = sum(c["kernel"] for c in counts.values())
+	only = [sec for sec, c in sorted(counts.items()) for _ in range(c["label_only"])]
+	lonely = ("%d rests on hand labels alone" if len(only) == 1 else "%d rest on hand labels alone") % len(only)
+	if only:
+		lonely += " (%s: %s)" % ("groups" if set(only) == {"groups"} else "sections",
+					 ", ".join(sorted(kn.label_only_groups)) or ", ".join(sorted(set(only))))
+	return ["Knowledge sources: `cocci/sleep_info.json` has %d entries; %d name a kernel file:line, %s. "
+		"A chain that ends in an entry taught only by a label gets one doubt." % (total, kernel, lonely), ""]
+
+
 def heldout_lines(kdir, tid, base, recs, labels):
 	"""index.md's held-out precision (heldout.py) of recs against the
 	earlier tree base, or one line that says why it is not computed."""
@@ -521,6 +537,7 @@ def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, ha
 							  ("%.0f%%" % (100.0 * tp / nl)) if nl else "n/a"))
 	L.append("")
 	L += heldout or []
+	L += knowledge_lines(Knowledge())
 	L += calibration_md(tid, recs)
 	if stale:
 		v = collections.Counter(lab["verdict"] for lab in stale.values())
