@@ -14,7 +14,7 @@ import re
 
 from nestsleep import SLEEP_INFO
 from nestsleep import gen_builtin
-from nestsleep.analysis.cfacts import Words
+from nestsleep.analysis.cfacts import Words, is_teardown
 from nestsleep.common import sha1
 
 
@@ -76,12 +76,19 @@ class Knowledge:
 			self.guards.update(g.get("guard_classes", {}))
 			self.guard_calls |= frozenset(g.get("guard_calls", ()))
 			self.scoped_calls |= frozenset(g.get("scoped_calls", ()))
+		# the puts: name -> "body" or the index of the release argument
+		pr = self.info["put_release"]
+		self.puts = {k: v["release"] for k, v in pr["functions"].items()}
+		self.teardown = frozenset(pr["teardown_words"])
 		ss = self.info["state_setters"]
 		self.words = Words(set=frozenset(ss["set"]), prepare=frozenset(ss["prepare"]),
 				   running=frozenset(ss["running"]), on_zero=frozenset(ss.get("on_zero", ())),
 				   annotations=frozenset(self.annotations),
 				   guards=self.guard_calls,
-				   asserts=frozenset(self.info["asserts"]["functions"]))
+				   asserts=frozenset(self.info["asserts"]["functions"]),
+				   puts=frozenset(self.puts),
+				   put_args=tuple(sorted((k, v) for k, v in self.puts.items() if isinstance(v, int))),
+				   release_members=frozenset(pr["release_members"]), teardown=self.teardown)
 		# waiters-table state name -> (TASK_* expression, signal test or None)
 		self.states = {k: (v["task_state"], v["signal_test"]) for k, v in self.info["states"]["table"].items()}
 		# scheduler entry point -> its wait_woken() timeout, or None
@@ -109,7 +116,9 @@ class Knowledge:
 		return out
 
 	def want_args(self, name):
-		return name in self.gfp_arg
+		# the puts and the teardown calls: which object they are on
+		# (cfacts.mark_puts())
+		return name in self.gfp_arg or name in self.puts or is_teardown(name, self.teardown)
 
 	def primitive(self, call):
 		"""(group, effect) if the call is a sleeping primitive, 'no' if it is

@@ -78,7 +78,11 @@ class Words:
 	that end a window when called with TASK_RUNNING; annotations, calls that
 	mark a nested sleep as checked; guards, the scope-based lock guards;
 	on_zero, the setters that set the state only when they return 0;
-	asserts, the calls that do not return when their argument holds."""
+	asserts, the calls that do not return when their argument holds;
+	puts, the puts whose sleep is their release (put_release), with
+	put_args the (put, index of its release argument) pairs;
+	release_members, the members that hold release callbacks; teardown,
+	the words of the names of calls that unpublish an object."""
 	set: frozenset = frozenset()
 	prepare: frozenset = frozenset()
 	running: frozenset = frozenset()
@@ -86,6 +90,10 @@ class Words:
 	annotations: frozenset = frozenset()
 	guards: frozenset = frozenset()
 	asserts: frozenset = frozenset()
+	puts: frozenset = frozenset()
+	put_args: tuple = ()
+	release_members: frozenset = frozenset()
+	teardown: frozenset = frozenset()
 
 
 def _blank(m):
@@ -988,6 +996,72 @@ def annotate_calls(toks, lo, hi, calls, params, gfp_params=(), asserts=frozenset
 				alloc.setdefault(v, set()).update(gf)
 
 
+_ROOT = re.compile(r"^[\s&*(]*([A-Za-z_]\w*)")
+
+
+def is_teardown(name, words):
+	"""Whether a callee's name has a teardown word (sleep_info.json
+	put_release.teardown_words) between underscores: device_del,
+	kobject_del, kernfs_remove, device_unregister."""
+	return bool(words) and not words.isdisjoint(name.split("_"))
+
+
+def _object(args):
+	"""The object a put or teardown call is on: the first name of its
+	first argument ('d' for '&d->ref' and 'd->kn'), or None."""
+	m = _ROOT.match(args[0]) if args else None
+	return m.group(1) if m else None
+
+
+def mark_puts(funcs, ops, words):
+	"""Mark put_last the calls of a put (words.puts) that may drop the
+	last reference, so that its release chain costs no doubt
+	(summarize.witnesses()).  A put sleeps only through its release,
+	which runs only on the last reference; a put is taken as possibly
+	the last only in a release or teardown path, recognised from the
+	file itself so that it holds on any kernel:
+	  - the function is a release callback: assigned to a .release
+	    member (kobj_type, struct device, file_operations: the
+	    callbacks lib/kobject.c kobject_cleanup(), drivers/base/core.c
+	    device_release() and fs/file_table.c __fput() call on the last
+	    reference), or passed as the release argument of a put
+	    (kref_put(&d->ref, d_release));
+	  - the function is a put itself (put_device() -> kobject_put():
+	    the wrapper passes its caller's reference on, so the doubt, if
+	    any, is its caller's, counted once);
+	  - an earlier call of the function, on the same object (the same
+	    first name of its first argument), is a teardown (is_teardown()):
+	    the owner's reference was dropped or the object unpublished, as
+	    in device_unregister(): device_del(dev); put_device(dev);
+	    (drivers/base/core.c).
+	Anywhere else, and first of all after a get of the same object in
+	the same function (a temporary reference: sysfs_notify()'s
+	kernfs_get(); kernfs_notify(); kernfs_put();), the put is the last
+	only if the owner's reference goes concurrently: a doubt."""
+	if not words.puts:
+		return
+	released = set(fn for _, m, fn, _ in ops if m in words.release_members)
+	pargs = dict(words.put_args)
+	for f in funcs.values():
+		for c in f["calls"]:
+			i = pargs.get(c["name"])
+			a = c.get("args") or ()
+			if i is not None and i < len(a):
+				m = _ROOT.match(a[i])
+				if m:
+					released.add(m.group(1))
+	for name, f in funcs.items():
+		own = name in released or name in words.puts
+		gone = set()
+		for c in f["calls"]:
+			obj = _object(c.get("args"))
+			if c["name"] in words.puts:
+				if own or obj is not None and obj in gone:
+					c["put_last"] = True
+			elif obj is not None and is_teardown(c["name"], words.teardown):
+				gone.add(obj)
+
+
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 
 
@@ -1079,6 +1153,7 @@ def extract(text, want_args, restore, words):
 		if toks[j][1] == "=" and toks[j - 1][0] == "id" and toks[j - 2][1] in ("->", ".") \
 				and toks[j + 1][0] == "id" and toks[j + 2][1] in (";", ","):
 			ops.append([None, toks[j - 1][1], toks[j + 1][1], toks[j][2]])
+	mark_puts(funcs, ops, words)
 	return {"version": FACTS_VERSION, "functions": funcs, "macros": macros,
 		"structs": structs, "ops": ops, "includes": includes}
 

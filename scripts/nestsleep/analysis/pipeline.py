@@ -580,6 +580,8 @@ def analyse(a, ext):
 			c["pa"] = pa
 		if fc.get("cond"):
 			c["cond"] = fc["cond"]
+		if fc.get("put_last"):
+			c["put_last"] = True
 		tg = ana.call_targets(c, r.file, r.func) if r.shape != "thread_exit" else NO_TARGET
 		site_targets.append((r, c, tg))
 		roots += tg.nodes

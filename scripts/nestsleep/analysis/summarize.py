@@ -36,6 +36,7 @@ class Args:
 		self.nonblocking = frozenset(kn.nonblocking_gfp) if kn else frozenset()
 		self.prov_free = frozenset(kn.provenance_free) if kn else frozenset()
 		self.gfp_arg = dict(kn.gfp_arg) if kn else {}
+		self.puts = frozenset(kn.puts) if kn else frozenset()
 
 	@staticmethod
 	def _zero(text):
@@ -227,6 +228,11 @@ def witnesses(c, tg, summ, at, exclude=(), args=None):
 			else:
 				hop = c["name"]
 				if len(tg.nodes) > 1:
+					pen += 1
+				if hop in args.puts and not c.get("put_last"):
+					# a put sleeps only in its release, on the last
+					# reference: a doubt outside a release or
+					# teardown path (cfacts.mark_puts())
 					pen += 1
 			out.append(Witness((hop,) + s.chain, s.effect, s.group, pen, here + s.locs, conds))
 	return out
