@@ -160,6 +160,56 @@ out:
 		self.assertNotIn("pa", c[("m_alloc_noprof", 1)])
 
 
+	def test_ternary_branches_run_under_its_test(self):
+		c = calls_of("""int f(int atomic, int x, int y)
+{
+	atomic ? udelay(10) : usleep_range(10, 20);
+	y = g(x) ? h(atomic && x ? one() : two()) : k();
+	return 0;
+}
+""", "f")
+		self.assertEqual(c[("udelay", 3)]["cond"], [[0, "nz", ""]])
+		self.assertEqual(c[("usleep_range", 3)]["cond"], [[0, "z", ""]])
+		# only the inner ?: tests a parameter: its && gives both tests
+		self.assertEqual(c[("one", 4)]["cond"], [[0, "nz", ""], [1, "nz", ""]])
+		self.assertNotIn("cond", c[("two", 4)])
+		self.assertNotIn("cond", c[("h", 4)])
+		self.assertNotIn("cond", c[("k", 4)])
+
+	def test_copy_of_a_parameter_is_the_parameter(self):
+		c = calls_of("""int f(unsigned long sleep_us, int n)
+{
+	unsigned long __sleep_us = (sleep_us);
+	int m = n;
+
+	might_sleep_if((__sleep_us) != 0);
+	if (__sleep_us)
+		usleep_range(__sleep_us, 2);
+	m++;
+	if (m)
+		g(m);
+	return 0;
+}
+""", "f")
+		self.assertEqual(c[("usleep_range", 8)]["cond"], [[0, "nz", ""]])
+		self.assertEqual(c[("usleep_range", 8)]["pa"], [[0, "p", 0], [1, "c", "2"]])
+		self.assertEqual(c[("might_sleep_if", 6)]["acond"], [[0, "nz", ""]])
+		# m is written again: not a copy
+		self.assertNotIn("cond", c[("g", 11)])
+
+	def test_statement_expression_macro_body_is_walked(self):
+		c = calls_of("""#define poll(op, sleep_us, \\
+		  before) \\
+({ \\
+	if (before && (sleep_us)) \\
+		usleep_range(1, sleep_us); \\
+	op(); \\
+})
+""", "poll")
+		self.assertEqual(c[("usleep_range", 5)]["cond"], [[2, "nz", ""], [1, "nz", ""]])
+		self.assertNotIn("cond", c[("op", 6)])
+
+
 class RunsOnTrueTest(unittest.TestCase):
 	def run_true(self, src, func):
 		f = cfacts.extract(src, KN.want_args, KN.restore, KN.words)

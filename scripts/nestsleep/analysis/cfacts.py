@@ -24,7 +24,7 @@ guards) come from cocci/sleep_info.json as a Words value (knowledge.py).
 import dataclasses
 import re
 
-FACTS_VERSION = 8
+FACTS_VERSION = 9
 
 
 def _code_digest():
@@ -568,6 +568,7 @@ _EQ = re.compile(r"^(\w+)(==|!=)(\w+)$")
 _BIT = re.compile(r"^(\w+)&([A-Z_][A-Z0-9_]*)$")
 _BLOCKING = re.compile(r"^gfpflags_allow_blocking\((\w+)\)$")
 _ADDR = re.compile(r"^&\w+$")
+_WORD_PARENS = re.compile(r"(?<![\w)\]])\((\w+)\)")
 
 
 def is_const(t):
@@ -621,8 +622,10 @@ def _split_top(t, sep):
 
 
 def _atom(t, params):
-	"""(param index, op, val) for one test of a parameter, or None."""
-	t = _strip(t)
+	"""(param index, op, val) for one test of a parameter, or None.  A
+	word in parentheses is the word ('(__sleep_us) != 0', a macro's
+	habit)."""
+	t = _strip(_WORD_PARENS.sub(r"\1", t))
 	neg = False
 	while t.startswith("!") and not t.startswith("!="):
 		neg = not neg
@@ -776,7 +779,77 @@ def _exits(toks, lo, end, leave=("return",)):
 	return last is not None and toks[last][1] in leave
 
 
-def guard_map(toks, lo, hi, atoms, label_reset=None, restores=None, asserts=frozenset(), gotos=False):
+_TERN_STOP = frozenset((";", "{", "}", ",", "?", ":", "return") + tuple(
+	("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")))
+
+
+def ternaries(toks, a, b, atoms):
+	"""[(first, last, tests)] for the branches of each 'C ? X : Y' in
+	toks[a..b]: X's tokens run under atoms(C)'s true tests, Y's under its
+	false ones.  C reaches back to an unmatched '(' or '[', a comma, an
+	assignment or the statement's start (?: binds looser than || and &&);
+	Y reaches forward to an unmatched ')', ']' or '}', a comma, a ';' or
+	the ':' of an enclosing ?:."""
+	out = []
+	for q in range(a, b + 1):
+		if toks[q][1] != "?" or toks[q][0] != "op":
+			continue
+		s, d = q - 1, 0
+		while s >= a:
+			v = toks[s][1]
+			if v in _CLOSERS:
+				d += 1
+			elif v in _OPENERS:
+				if d == 0:
+					break
+				d -= 1
+			elif d == 0 and v in _TERN_STOP:
+				break
+			s -= 1
+		pos, neg = atoms(_text(toks[s + 1:q]))
+		if not pos and not neg:
+			continue
+		c, d, n = q + 1, 0, 0
+		while c <= b:
+			v = toks[c][1]
+			if v in _OPENERS:
+				d += 1
+			elif v in _CLOSERS:
+				d -= 1
+			elif d == 0 and v == "?":
+				n += 1
+			elif d == 0 and v == ":":
+				if n == 0:
+					break
+				n -= 1
+			c += 1
+		if c > b:
+			continue
+		e, d, n = c + 1, 0, 0
+		while e <= b:
+			v = toks[e][1]
+			if v in _OPENERS:
+				d += 1
+			elif v in _CLOSERS:
+				if d == 0:
+					break
+				d -= 1
+			elif d == 0 and v == "?":
+				n += 1
+			elif d == 0 and v in (",", ";") or d == 0 and v == ":" and n == 0:
+				break
+			elif d == 0 and v == ":":
+				n -= 1
+			e += 1
+		if pos:
+			out.append((q + 1, c - 1, tuple(pos)))
+		if neg:
+			out.append((c + 1, e - 1, tuple(neg)))
+	return out
+
+
+def guard_map(toks, lo, hi, atoms, label_reset=None, restores=None, asserts=frozenset(), gotos=False,
+	      ternary=False):
 	"""{token index: tuple of tests} for the tokens of the body toks[lo:hi]
 	that run under some.  atoms(condition text) gives the tests that hold
 	when the condition is true and those when it is false; they hold in
@@ -788,14 +861,19 @@ def guard_map(toks, lo, hi, atoms, label_reset=None, restores=None, asserts=froz
 	adds ("R",) + test for the true tests of C to what follows.  With
 	gotos (only without label_reset: every label then forgets), 'if (C)
 	goto L;' leaves like a return: nfp_alloc_bar()'s 'if (nonblocking)
-	goto err_nobar;' guards the wait after it."""
+	goto err_nobar;' guards the wait after it.  With ternary, the
+	branches of 'C ? X : Y' inside a statement run under the tests of C
+	('atomic ? udelay(w) : usleep_range(w, 2 * w);', ternaries())."""
 	out = {}
 	leave = ("return", "goto") if gotos and label_reset is None else ("return",)
 
 	def mark(a, b, cur):
-		if cur:
+		tern = ternaries(toks, a, b, atoms) if ternary else ()
+		if cur or tern:
 			for k in range(a, b + 1):
-				out[k] = cur
+				more = tuple(x for s, e, t in tern if s <= k <= e for x in t)
+				if cur or more:
+					out[k] = cur + more
 
 	def block(a, b, cur):
 		base = cur
@@ -851,6 +929,14 @@ def guard_map(toks, lo, hi, atoms, label_reset=None, restores=None, asserts=froz
 			if v == "{":
 				e = stmt_end(toks, j, b)
 				block(j + 1, e, cur)
+				j = max(e, j) + 1
+				continue
+			if v == "(" and j + 1 < b and toks[j + 1][1] == "{":
+				# a statement expression: a macro's '({ ... })' body
+				ce = _match_close(toks, j + 1, "{", "}")
+				block(j + 2, ce, cur)
+				e = stmt_end(toks, j, b)
+				mark(ce, e, cur)
 				j = max(e, j) + 1
 				continue
 			e = stmt_end(toks, j, b)
@@ -933,20 +1019,15 @@ def annotate_calls(toks, lo, hi, calls, params, gfp_params=(), asserts=frozenset
 	'running' the calls of running_setters that set TASK_RUNNING."""
 	changed = _assigned(toks, lo, hi, set(p for p in params if p))
 	pidx = {p: i for i, p in enumerate(params) if p and p not in changed}
+	if pidx:
+		pidx.update(param_copies(toks, lo, hi, pidx))
 
 	def atoms(t):
 		if not pidx or pidx.keys().isdisjoint(_WORD.findall(t)):
 			return (), ()
 		return cond_atoms(t, pidx)
-	# the walk only pays when a parameter is tested: look first
-	tested = False
-	for j in range(lo, hi - 1):
-		if toks[j][1] in ("if", "BUG_ON") and toks[j + 1][1] == "(":
-			rp = _match_close(toks, j + 1, "(", ")")
-			if any(toks[k][1] in pidx for k in range(j + 2, rp)):
-				tested = True
-				break
-	guards = guard_map(toks, lo, hi, atoms, asserts=asserts, gotos=True) if tested else {}
+	tested = pidx and _tests_param(toks, lo, hi, pidx)
+	guards = guard_map(toks, lo, hi, atoms, asserts=asserts, gotos=True, ternary=True) if tested else {}
 	alloc = {}	# local -> set of ("c", gfp) / ("p", i) of the calls that take it
 	gfp_names = {params[i]: i for i in gfp_params if params[i] in pidx}
 	for c in calls:
@@ -965,9 +1046,11 @@ def annotate_calls(toks, lo, hi, calls, params, gfp_params=(), asserts=frozenset
 				pa.append([pos, "c", t])
 		if pa:
 			c["pa"] = pa
-		if texts and "gfpflags_allow_blocking" in texts[0]:
-			# might_sleep_if(gfpflags_allow_blocking(gfp)): what its
-			# first argument being true says about the parameters
+		if texts and (c["name"] == "might_sleep_if" or "gfpflags_allow_blocking" in texts[0]):
+			# might_sleep_if(gfpflags_allow_blocking(gfp)), or
+			# read_poll_timeout()'s might_sleep_if((__sleep_us) != 0):
+			# what its first argument being true says about the
+			# parameters
 			at = cond_atoms(texts[0], pidx)[0]
 			if at:
 				c["acond"] = [list(x) for x in at]
@@ -1062,6 +1145,50 @@ def mark_puts(funcs, ops, words):
 				gone.add(obj)
 
 
+def _tests_param(toks, lo, hi, pidx):
+	"""Whether the body toks[lo:hi] tests a parameter in an if, a
+	BUG_ON() or the condition of a ?: (the guard walk only pays then)."""
+	for j in range(lo, hi - 1):
+		v = toks[j][1]
+		if v in ("if", "BUG_ON") and toks[j + 1][1] == "(":
+			rp = _match_close(toks, j + 1, "(", ")")
+			if any(toks[k][1] in pidx for k in range(j + 2, rp)):
+				return True
+		elif v == "?" and toks[j][0] == "op":
+			k = j - 1
+			while k >= lo and toks[k][1] not in (";", "{", "}"):
+				if toks[k][1] in pidx:
+					return True
+				k -= 1
+	return False
+
+
+def param_copies(toks, lo, hi, pidx):
+	"""{local: parameter index} for the locals of the body toks[lo:hi]
+	declared as a copy of a parameter in pidx and never written again:
+	read_poll_timeout() (include/linux/iopoll.h:40 in 6.1 and 6.12)
+	declares 'unsigned long __sleep_us = (sleep_us);' and then tests
+	only __sleep_us ('if (__sleep_us) usleep_range(...)')."""
+	copy, bad = {}, set()
+	for j in range(lo + 1, hi - 1):
+		k, v, _ = toks[j]
+		if k != "id" or v in pidx or toks[j - 1][1] in ("->", "."):
+			continue
+		prev, nxt = toks[j - 1], toks[j + 1][1]
+		if not writes(prev[1], nxt):
+			continue
+		if nxt == "=" and v not in copy and prev[0] == "id" and prev[1] not in KEYWORDS:
+			e = j + 2
+			while e < hi and toks[e][1] not in (";", ","):
+				e += 1
+			t = _strip(_text(toks[j + 2:e]))
+			if t in pidx:
+				copy[v] = pidx[t]
+				continue
+		bad.add(v)
+	return {v: i for v, i in copy.items() if v not in bad}
+
+
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 
 
@@ -1083,9 +1210,13 @@ def extract(text, want_args, restore, words):
 			if m:
 				body = m.group(3).replace("\\\n", " \n")
 				btoks = tokenize(body)
+				# the body's first line: after a parameter list that
+				# may go on over continuation lines
+				bl = ln + v[:m.start(3)].count("\n")
 				for t in range(len(btoks)):
-					btoks[t] = (btoks[t][0], btoks[t][1], ln + btoks[t][2] - 1)
-				params = [p.strip() for p in m.group(2).split(",") if p.strip()]
+					btoks[t] = (btoks[t][0], btoks[t][1], bl + btoks[t][2] - 1)
+				# a parameter list may go on over continuation lines
+				params = [p.strip() for p in m.group(2).replace("\\\n", " ").split(",") if p.strip()]
 				mcalls = calls_in(btoks, 0, len(btoks), lambda nm: True,
 						  guards=words.guards, keep_index=True)
 				_annotate(btoks, 0, len(btoks), mcalls, params, asserts=words.asserts)
