@@ -88,7 +88,10 @@ class Knowledge:
 				   asserts=frozenset(self.info["asserts"]["functions"]),
 				   puts=frozenset(self.puts),
 				   put_args=tuple(sorted((k, v) for k, v in self.puts.items() if isinstance(v, int))),
-				   release_members=frozenset(pr["release_members"]), teardown=self.teardown)
+				   release_members=frozenset(pr["release_members"]), teardown=self.teardown,
+				   regions=tuple((n, r["kind"], side == "enter")
+						 for r in self.info["atomic_regions"]["regions"]
+						 for side in ("enter", "exit") for n in r[side]))
 		# waiters-table state name -> (TASK_* expression, signal test or None)
 		self.states = {k: (v["task_state"], v["signal_test"]) for k, v in self.info["states"]["table"].items()}
 		# scheduler entry point -> its wait_woken() timeout, or None

@@ -46,13 +46,15 @@ class Witness:
 	function pointer), locs[i] the (file, line) of that call; penalty
 	counts the doubts on the way (summarize.confidence()); conds are the
 	tests of the first function's parameters under which the chain runs
-	(summarize.py)."""
+	(summarize.py); atomic, whether a call on the way is made in an
+	atomic region (cfacts.atomic_regions())."""
 	chain: Tuple[str, ...]
 	effect: str
 	group: str
 	penalty: int
 	locs: Tuple[Loc, ...]
 	conds: FrozenSet[Tuple[int, str, str]] = frozenset()
+	atomic: bool = False	# a hop lies in an atomic region (its one doubt counted)
 
 	def order(self):
 		"""Fewer doubts first; then one that does not end in a scheduler

@@ -210,6 +210,46 @@ out:
 		self.assertNotIn("cond", c[("op", 6)])
 
 
+class AtomicRegionTest(unittest.TestCase):
+	def test_calls_between_lock_and_unlock(self):
+		c = calls_of("""int f(struct d *d)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&d->lock, flags);
+	if (!d->busy) {
+		spin_unlock_irqrestore(&d->lock, flags);
+		return early();
+	}
+	in_region();
+	spin_unlock_irqrestore(&d->lock, flags);
+	after();
+	preempt_disable();
+	spin_lock(&d->a);
+	spin_unlock(&d->b);
+	no_preempt();
+	preempt_enable();
+	last();
+	return 0;
+}
+""", "f")
+		self.assertTrue(c[("early", 8)].get("atomic"))
+		self.assertTrue(c[("in_region", 10)].get("atomic"))
+		self.assertFalse(c[("after", 12)].get("atomic"))
+		# another spelling of the lock ends the innermost of its kind
+		self.assertTrue(c[("no_preempt", 16)].get("atomic"))
+		self.assertFalse(c[("last", 18)].get("atomic"))
+
+	def test_region_locks_are_the_known_non_sleeping_locks(self):
+		# the spinlock group of not_sleeping and the lock regions must
+		# not drift apart
+		enters = set(n for n, k, e in KN.words.regions if e and k in ("spinlock", "rwlock"))
+		locks = set(n for g in KN.info["not_sleeping"] for n in g["functions"]
+			    if "trylock" not in n and "unlock" not in n and ("spin_lock" in n or n in ("read_lock", "write_lock")))
+		self.assertTrue(locks)
+		self.assertLessEqual(locks, enters)
+
+
 class RunsOnTrueTest(unittest.TestCase):
 	def run_true(self, src, func):
 		f = cfacts.extract(src, KN.want_args, KN.restore, KN.words)

@@ -82,7 +82,9 @@ class Words:
 	puts, the puts whose sleep is their release (put_release), with
 	put_args the (put, index of its release argument) pairs;
 	release_members, the members that hold release callbacks; teardown,
-	the words of the names of calls that unpublish an object."""
+	the words of the names of calls that unpublish an object;
+	regions, (name, kind, enter) for the calls that begin (enter) or end
+	an atomic region (sleep_info.json atomic_regions)."""
 	set: frozenset = frozenset()
 	prepare: frozenset = frozenset()
 	running: frozenset = frozenset()
@@ -94,6 +96,7 @@ class Words:
 	put_args: tuple = ()
 	release_members: frozenset = frozenset()
 	teardown: frozenset = frozenset()
+	regions: tuple = ()
 
 
 def _blank(m):
@@ -1001,6 +1004,76 @@ def params_of(toks, lo, brace, name):
 	return [], []
 
 
+def atomic_regions(toks, lo, hi, calls, regions):
+	"""Mark 'atomic' the calls (with their token index in '_i', in order)
+	of the body toks[lo:hi] made while it holds a spinlock or an rwlock,
+	or has interrupts or preemption off: after an enter of regions
+	(Words.regions) and before the exit of the same kind, on the same
+	lock text for a lock.  An exit that a return or a goto follows in its
+	block ('if (!busy) { spin_unlock(&l); return 0; }') ends the region
+	only on that path, so it is not counted."""
+	if not regions:
+		return
+	kinds = {n: (k, e) for n, k, e in regions}
+	held = []	# (kind, key), innermost last
+	for c in calls:
+		if held:
+			c["atomic"] = True
+		r = kinds.get(c["name"])
+		if r is None:
+			continue
+		kind, enter = r
+		i = c["_i"]
+		key = ""
+		if kind in ("spinlock", "rwlock"):
+			a = short_arg_texts(toks, i + 1)
+			key = a[0].lstrip("&") if a else ""
+		if enter:
+			held.append((kind, key))
+			continue
+		if _exit_path(toks, lo, hi, i):
+			continue
+		for j in range(len(held) - 1, -1, -1):
+			if held[j] == (kind, key):
+				del held[j]
+				break
+		else:
+			# another spelling of the lock: the innermost of its kind
+			for j in range(len(held) - 1, -1, -1):
+				if held[j][0] == kind:
+					del held[j]
+					break
+
+
+def _exit_path(toks, lo, hi, i):
+	"""Whether the call at toks[i] is in a block, other than the body
+	toks[lo:hi] itself, that a return or goto leaves after it."""
+	d, o = 0, i - 1
+	while o >= lo:
+		v = toks[o][1]
+		if v == "}":
+			d += 1
+		elif v == "{":
+			if d == 0:
+				break
+			d -= 1
+		o -= 1
+	if o < lo:
+		return False
+	d = 0
+	for j in range(i, hi):
+		v = toks[j][1]
+		if v == "{":
+			d += 1
+		elif v == "}":
+			if d == 0:
+				return False
+			d -= 1
+		elif d == 0 and v in ("return", "goto"):
+			return True
+	return False
+
+
 def _annotate(toks, lo, hi, calls, params, gfp_params=(), asserts=frozenset(), running_setters=frozenset()):
 	"""annotate_calls(), or none of its facts for a body too deeply
 	nested to walk (no facts only loses precision)."""
@@ -1219,6 +1292,7 @@ def extract(text, want_args, restore, words):
 				params = [p.strip() for p in m.group(2).replace("\\\n", " ").split(",") if p.strip()]
 				mcalls = calls_in(btoks, 0, len(btoks), lambda nm: True,
 						  guards=words.guards, keep_index=True)
+				atomic_regions(btoks, 0, len(btoks), mcalls, words.regions)
 				_annotate(btoks, 0, len(btoks), mcalls, params, asserts=words.asserts)
 				macros[m.group(1)] = {
 					"line": ln, "params": params,
@@ -1236,6 +1310,7 @@ def extract(text, want_args, restore, words):
 					body_calls = calls_in(toks, i + 1, close, want_args,
 							      stmt_expr_calls(toks, i + 1, close), words.guards, True)
 					params, gfp = params_of(toks, lo, i, name)
+					atomic_regions(toks, i + 1, close, body_calls, words.regions)
 					_annotate(toks, i + 1, close, body_calls, params, gfp, words.asserts, words.set)
 					ann = None
 					for c in body_calls:

@@ -12,7 +12,13 @@ test the constant fails is dropped), a parameter passed on moves the test
 to the caller, anything else leaves it undecided (kept as possible).  Each
 function keeps its best chains under different tests (at most KEEP), so
 that a caller whose constants rule out the best one falls back on the
-next."""
+next.
+
+A chain with a call made in an atomic region (cfacts.atomic_regions(): a
+spinlock held, interrupts or preemption off) gets one doubt, once: a sleep
+there would be a 'sleeping function called from invalid context' bug on
+every run, rarer than a chain that is wrong (sleep_info.json
+atomic_regions)."""
 
 import re
 
@@ -208,8 +214,9 @@ def witnesses(c, tg, summ, at, exclude=(), args=None):
 		if not args.exact:
 			conds = frozenset()
 		conds = _prov(c, c["name"], conds, args)
+		atomic = bool(c.get("atomic"))
 		if conds is not None and not _contradicts(conds):
-			out.append(Witness((c["name"],), tg.effect, tg.group, pen, here, conds))
+			out.append(Witness((c["name"],), tg.effect, tg.group, pen + atomic, here, conds, atomic))
 		return out
 	if tg.kind not in ("direct", "pointer"):
 		return out
@@ -222,6 +229,10 @@ def witnesses(c, tg, summ, at, exclude=(), args=None):
 			if conds is None or _contradicts(conds):
 				continue
 			pen = s.penalty + (1 if guessed else 0)
+			# the first call of the chain in an atomic region: a sleep
+			# there is a bug of its own, rarer than a wrong chain
+			atomic = s.atomic or bool(c.get("atomic"))
+			pen += atomic and not s.atomic
 			if tg.kind == "pointer":
 				hop = "%s=%s" % (tg.info, t[1])
 				pen += 2 if len(tg.nodes) <= WIDE_FANOUT else 3
@@ -234,7 +245,7 @@ def witnesses(c, tg, summ, at, exclude=(), args=None):
 					# reference: a doubt outside a release or
 					# teardown path (cfacts.mark_puts())
 					pen += 1
-			out.append(Witness((hop,) + s.chain, s.effect, s.group, pen, here + s.locs, conds))
+			out.append(Witness((hop,) + s.chain, s.effect, s.group, pen, here + s.locs, conds, atomic))
 	return out
 
 
