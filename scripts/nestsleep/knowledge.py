@@ -89,9 +89,10 @@ class Knowledge:
 				   puts=frozenset(self.puts),
 				   put_args=tuple(sorted((k, v) for k, v in self.puts.items() if isinstance(v, int))),
 				   release_members=frozenset(pr["release_members"]), teardown=self.teardown,
-				   regions=tuple((n, r["kind"], side == "enter")
+				   regions=tuple((n, r["kind"], side)
 						 for r in self.info["atomic_regions"]["regions"]
-						 for side in ("enter", "exit") for n in r[side]))
+						 for side in ("enter", "exit") for n in r[side])
+				   + tuple((n, "", "drops") for n in self.info["atomic_regions"]["drops"]))
 		# waiters-table state name -> (TASK_* expression, signal test or None)
 		self.states = {k: (v["task_state"], v["signal_test"]) for k, v in self.info["states"]["table"].items()}
 		# scheduler entry point -> its wait_woken() timeout, or None

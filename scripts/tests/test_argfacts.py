@@ -230,9 +230,13 @@ class AtomicRegionTest(unittest.TestCase):
 	no_preempt();
 	preempt_enable();
 	last();
+	preempt_disable();
+	schedule_preempt_disabled();
+	preempt_enable();
 	return 0;
 }
 """, "f")
+		self.assertFalse(c[("schedule_preempt_disabled", 20)].get("atomic"))
 		self.assertTrue(c[("early", 8)].get("atomic"))
 		self.assertTrue(c[("in_region", 10)].get("atomic"))
 		self.assertFalse(c[("after", 12)].get("atomic"))
@@ -243,7 +247,7 @@ class AtomicRegionTest(unittest.TestCase):
 	def test_region_locks_are_the_known_non_sleeping_locks(self):
 		# the spinlock group of not_sleeping and the lock regions must
 		# not drift apart
-		enters = set(n for n, k, e in KN.words.regions if e and k in ("spinlock", "rwlock"))
+		enters = set(n for n, k, side in KN.words.regions if side == "enter" and k in ("spinlock", "rwlock"))
 		locks = set(n for g in KN.info["not_sleeping"] for n in g["functions"]
 			    if "trylock" not in n and "unlock" not in n and ("spin_lock" in n or n in ("read_lock", "write_lock")))
 		self.assertTrue(locks)

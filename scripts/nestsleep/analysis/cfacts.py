@@ -83,8 +83,9 @@ class Words:
 	put_args the (put, index of its release argument) pairs;
 	release_members, the members that hold release callbacks; teardown,
 	the words of the names of calls that unpublish an object;
-	regions, (name, kind, enter) for the calls that begin (enter) or end
-	an atomic region (sleep_info.json atomic_regions)."""
+	regions, (name, kind, side) for the calls that begin ('enter') or end
+	('exit') an atomic region, or leave it around their own sleep
+	('drops'; sleep_info.json atomic_regions)."""
 	set: frozenset = frozenset()
 	prepare: frozenset = frozenset()
 	running: frozenset = frozenset()
@@ -1009,20 +1010,21 @@ def atomic_regions(toks, lo, hi, calls, regions):
 	of the body toks[lo:hi] made while it holds a spinlock or an rwlock,
 	or has interrupts or preemption off: after an enter of regions
 	(Words.regions) and before the exit of the same kind, on the same
-	lock text for a lock.  An exit that a return or a goto follows in its
+	lock text for a lock; not the calls that leave the region around
+	their own sleep (schedule_preempt_disabled()).  An exit that a return or a goto follows in its
 	block ('if (!busy) { spin_unlock(&l); return 0; }') ends the region
 	only on that path, so it is not counted."""
 	if not regions:
 		return
-	kinds = {n: (k, e) for n, k, e in regions}
+	kinds = {n: (k, side) for n, k, side in regions}
 	held = []	# (kind, key), innermost last
 	for c in calls:
-		if held:
-			c["atomic"] = True
 		r = kinds.get(c["name"])
-		if r is None:
+		if held and (r is None or r[1] != "drops"):
+			c["atomic"] = True
+		if r is None or r[1] == "drops":
 			continue
-		kind, enter = r
+		kind, enter = r[0], r[1] == "enter"
 		i = c["_i"]
 		key = ""
 		if kind in ("spinlock", "rwlock"):
