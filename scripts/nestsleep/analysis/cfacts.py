@@ -795,6 +795,7 @@ def ternaries(toks, a, b, atoms):
 	Y reaches forward to an unmatched ')', ']' or '}', a comma, a ';' or
 	the ':' of an enclosing ?:."""
 	out = []
+	b = min(b, len(toks) - 1)	# an unbalanced body's bound may be past the end
 	for q in range(a, b + 1):
 		if toks[q][1] != "?" or toks[q][0] != "op":
 			continue
@@ -1245,22 +1246,36 @@ def param_copies(toks, lo, hi, pidx):
 	declares 'unsigned long __sleep_us = (sleep_us);' and then tests
 	only __sleep_us ('if (__sleep_us) usleep_range(...)')."""
 	copy, bad = {}, set()
+	hi = min(hi, len(toks))
+
+	def at(i):
+		return toks[i][1] if i < hi else ""
+	for j in range(lo + 2, hi - 2):
+		# 'T v = p;' or 'T v = (p);': a declaration, the type before v
+		if toks[j][1] != "=" or toks[j - 1][0] != "id":
+			continue
+		k = j + 2 if at(j + 1) == "(" else j + 1
+		if at(k) not in pidx or k > j + 1 and at(k + 1) != ")":
+			continue
+		if at(k + (2 if k > j + 1 else 1)) not in (";", ","):
+			continue
+		v, prev = toks[j - 1][1], toks[j - 2]
+		if v in pidx or v in copy or prev[0] != "id" or prev[1] in KEYWORDS:
+			bad.add(v)
+			continue
+		copy[v] = pidx[toks[k][1]]
+	if not copy:
+		return {}
+	# written anywhere else: not a copy
 	for j in range(lo + 1, hi - 1):
 		k, v, _ = toks[j]
-		if k != "id" or v in pidx or toks[j - 1][1] in ("->", "."):
+		if k != "id" or v not in copy or toks[j - 1][1] in ("->", "."):
 			continue
-		prev, nxt = toks[j - 1], toks[j + 1][1]
-		if not writes(prev[1], nxt):
-			continue
-		if nxt == "=" and v not in copy and prev[0] == "id" and prev[1] not in KEYWORDS:
-			e = j + 2
-			while e < hi and toks[e][1] not in (";", ","):
-				e += 1
-			t = _strip(_text(toks[j + 2:e]))
-			if t in pidx:
-				copy[v] = pidx[t]
-				continue
-		bad.add(v)
+		nxt = toks[j + 1][1]
+		if nxt == "=" and toks[j - 1][0] == "id" and toks[j - 1][1] not in KEYWORDS:
+			continue	# the declaration itself
+		if writes(toks[j - 1][1], nxt):
+			bad.add(v)
 	return {v: i for v, i in copy.items() if v not in bad}
 
 
