@@ -7,9 +7,16 @@ and a warning quoted only when a boot printed it.
   prepare_to_wait_event(), so no wakeup is lost; an inner sleep that
   returns in TASK_RUNNING makes the next schedule() return at once: an
   extra pass, or busy polling while the inner call keeps sleeping.
-- an open-coded set_current_state()/prepare_to_wait() loop: the same
-  polling, and the loop sets and tests the state itself, so a wakeup that
-  arrives while the inner call sleeps can be lost.
+- an open-coded set_current_state()/prepare_to_wait() loop: the same.
+  The schedule() after the inner sleep returns at once and the loop tests
+  its condition again, so a wakeup that came during the inner sleep is
+  not lost.  On a pass that ends the wait there is no extra pass either,
+  only the warning.  The text is conditional because the finding does not
+  say on which passes the call runs.
+
+A lost wakeup needs code that sets the state and sleeps without testing
+the condition again; no shape here has that, so no text claims one
+(scripts/tests/test_claims.py).
 
 The state= value is printed as __might_sleep() prints it (kernel/sched/
 core.c, "state=%x"): TASK_KILLABLE is 0x102, so "state=102".
@@ -98,11 +105,10 @@ def effect_text(shape, how, state, observed=None, blocks=True):
 		text = ("The thread function returns with the task state still set, and the exit path calls "
 			"functions that may sleep in that state.")
 	else:
-		text = ("When the inner call sleeps, it returns with the task in TASK_RUNNING, so the schedule() "
-			"that follows does not block, and the loop polls for as long as the inner call sleeps on "
-			"each pass. The loop sets and tests the task state itself, so a wakeup that arrives while "
-			"the inner call sleeps is taken by that inner sleep: the outer wait can lose its wakeup "
-			"(with a timeout, it then lasts until the timeout).")
+		text = ("When the inner call sleeps, it returns with the task in TASK_RUNNING. On a pass that does "
+			"not end the wait, the schedule() that follows then does not block: the loop makes an extra "
+			"pass, and busy-polls while the inner call keeps sleeping on each pass. The loop tests its "
+			"condition again on the next pass, so a wakeup that came during the inner sleep is not lost.")
 	if isinstance(observed, dict) and observed.get("splat"):
 		text += (" In QEMU (x86_64, CONFIG_DEBUG_ATOMIC_SLEEP=y), with %s driving the wait, the unpatched "
 			 "kernel printed this warning (trimmed%s):" % (
