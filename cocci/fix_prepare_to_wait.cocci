@@ -4,9 +4,10 @@
 ///
 /// prepare_to_wait() queues the entry and sets the task state; a call
 /// between it and schedule() that sleeps (mutex_lock(), kmalloc(GFP_KERNEL),
-/// copy_to_user()...) resets the state to TASK_RUNNING, so the schedule()
-/// that follows may not sleep, or a wakeup that came before the inner sleep
-/// is lost.  In the wait_woken() form (commit 61ada528dea0, "sched/wait:
+/// copy_to_user()...) returns in TASK_RUNNING, so the schedule() that
+/// follows returns at once and the loop makes an extra pass: a busy poll
+/// while the inner call keeps sleeping, and with CONFIG_DEBUG_ATOMIC_SLEEP
+/// a warning.  In the wait_woken() form (commit 61ada528dea0, "sched/wait:
 /// Provide infrastructure to deal with nested blocking") the entry stays
 /// queued for the whole loop, the loop body runs in TASK_RUNNING, and a
 /// wakeup that comes while it runs is kept in WQ_FLAG_WOKEN:

@@ -3,9 +3,10 @@
 /// queue into the wait_woken() form on a queue of its own.
 ///
 /// A call between set_current_state(TASK_*) and schedule() that sleeps
-/// (mutex_lock(), kmalloc(GFP_KERNEL), ...) resets the state to
-/// TASK_RUNNING, so the schedule() that follows may not sleep, or a
-/// wakeup that came before the inner sleep is lost.  A thread that waits
+/// (mutex_lock(), kmalloc(GFP_KERNEL), ...) returns in TASK_RUNNING, so
+/// the schedule() that follows returns at once and the loop makes an
+/// extra pass: a busy poll while the inner call keeps sleeping, and with
+/// CONFIG_DEBUG_ATOMIC_SLEEP a warning.  A thread that waits
 /// on no queue (woken by wake_up_process()) is given one, as the Bluetooth
 /// hidp fix (commit 5da8e47d849d) did:
 ///

@@ -7,8 +7,10 @@
 /// tests after its set_current_state().  A wake_up_process() or
 /// wake_up_state() that comes while the rewritten loop tests its condition
 /// in TASK_RUNNING sets no flag, and the thread then sleeps on: a lost
-/// wakeup.  So each direct waker of the task becomes a wakeup of the queue
-/// (hidp 5da8e47d849d):
+/// wakeup, as wait_woken() sets the state (kernel/sched/wait.c:462) and
+/// sleeps (kernel/sched/wait.c:464) testing only WQ_FLAG_WOKEN.  So each
+/// direct waker of the task becomes a wakeup of the queue (hidp
+/// 5da8e47d849d):
 ///
 ///	wake_up_process(session->task);
 ///	  ->  wake_up_interruptible(&hidp_session_wq);

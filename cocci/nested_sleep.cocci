@@ -3,8 +3,9 @@
 /// condition of a wait_event*() macro (and in the cmd that runs before
 /// schedule() in the _cmd forms), between prepare_to_wait*() and
 /// schedule()/finish_wait(), and between set_current_state(TASK_*) and
-/// schedule().  The inner sleep resets the task state to TASK_RUNNING, so the
-/// outer wait can lose its wakeup or spin; with CONFIG_DEBUG_ATOMIC_SLEEP the
+/// schedule().  The inner sleep returns in TASK_RUNNING, so the outer
+/// schedule() returns at once and the loop makes an extra pass: a busy poll
+/// while the inner call keeps sleeping.  With CONFIG_DEBUG_ATOMIC_SLEEP the
 /// kernel warns "do not call blocking ops when !TASK_RUNNING".
 ///
 /// The usual fix is the wait_woken() pattern (commit 61ada528dea0
@@ -55,9 +56,11 @@
 //# task pointer, and the file calls no wake_up_process(), wake_up_state()
 //# or wake_q_add().  wait_woken() is reliably woken only through its queue:
 //# a wake_up_process() that lands while the rewritten loop tests its
-//# condition is lost.  Wakers outside the file are not checked: a task
-//# pointer stored by a caller in another file, timers and wakers in other
-//# files can still lose a wakeup after the rewrite.  Every other site is
+//# condition is lost: wait_woken() sets the state (kernel/sched/wait.c:462)
+//# and sleeps (kernel/sched/wait.c:464) testing only WQ_FLAG_WOKEN.
+//# Wakers outside the file are not checked: a task pointer stored by a
+//# caller in another file, timers and wakers in other files can still lose
+//# a wakeup after the rewrite.  Every other site is
 //# listed as an INFO line with the reason, and so are the prepare_to_wait()
 //# and set_current_state() loops, which need the whole tree's wakers:
 //# nestsleep's "make coccicheck MODE=patch" (scripts/nestsleep/fix/fixer.py)

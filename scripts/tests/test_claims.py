@@ -44,18 +44,22 @@ STATE_SET = re.compile(r"\b(?:__)?set_(?:current|special)_state\s*\(|\bprepare_t
 SLEEP = re.compile(r"\bschedule\w*\s*\(|\bwait_woken\s*\(|\b\w*sleep\w*\s*\(")
 
 
+LIST_ITEM = re.compile(r"\s*(?:[-*+]|\d+\.)\s")
+
+
 def paragraphs(text):
-	"""Blank-line separated paragraphs; a fenced block is one paragraph."""
+	"""Blank-line separated paragraphs, a list item each its own; a fenced
+	block is one paragraph."""
 	out, cur, fenced = [], [], False
 	for line in text.splitlines():
 		if line.strip().startswith("```"):
 			fenced = not fenced
 			cur.append(line)
 			continue
-		if not line.strip() and not fenced:
+		if not fenced and (not line.strip() or LIST_ITEM.match(line)):
 			if cur:
 				out.append("\n".join(cur))
-			cur = []
+			cur = [line] if line.strip() else []
 			continue
 		cur.append(line)
 	if cur:
@@ -64,18 +68,20 @@ def paragraphs(text):
 
 
 def is_code(par):
+	"""A fenced block, or lines all indented that are not a list item."""
 	lines = [l for l in par.splitlines() if l.strip()]
-	return bool(lines) and (lines[0].strip().startswith("```")
-				or all(l.startswith(("\t", "    ", "  ")) for l in lines))
+	if not lines:
+		return False
+	if lines[0].strip().startswith("```"):
+		return True
+	return all(l.startswith(("\t", "  ")) for l in lines) and not LIST_ITEM.match(lines[0])
 
 
 def quotes(par):
 	"""The paragraph quotes lines that show a lost wakeup."""
 	if len(set(FILE_LINE.findall(par))) >= 2:
 		return True
-	code = par if is_code(par) else "\n".join(
-		l for l in par.splitlines() if l.startswith(("\t", "    ")))
-	return bool(STATE_SET.search(code) and SLEEP.search(code))
+	return is_code(par) and bool(STATE_SET.search(par) and SLEEP.search(par))
 
 
 def claims(par):
@@ -84,7 +90,7 @@ def claims(par):
 	out = []
 	for m in CLAIM.finditer(flat):
 		before = flat[max(0, m.start() - 40):m.start()]
-		if NEGATION.search(before) or re.search(r"\bnot\b", m.group(0), re.I):
+		if NEGATION.search(before) or re.search(r"\b(?:not|cannot|never)\b", m.group(0), re.I):
 			continue
 		s = flat.rfind(". ", 0, m.start())
 		e = flat.find(". ", m.end())
@@ -149,6 +155,7 @@ class ClaimDetectorTest(unittest.TestCase):
 			  "No wakeup is lost and nothing polls; the effect is the warning.",
 			  "10,000 stress rounds with no lost wakeup.",
 			  "A wakeup that hit the task during the inner sleep is not lost.",
+			  "A wakeup cannot be lost unless code sets the state and sleeps.",
 			  "the schedule() that follows does not block: an extra pass."):
 			self.assertEqual(claims(s), [], s)
 
@@ -159,6 +166,7 @@ class ClaimDetectorTest(unittest.TestCase):
 					  "\tschedule();\n", "t"), [])
 		self.assertEqual(len(unquoted("It can lose the wakeup (see core.c:12).", "t")), 1)
 		self.assertEqual(len(unquoted("It can lose the wakeup:\n\n\tmutex_lock(&m);\n", "t")), 1)
+		self.assertEqual(len(unquoted("  - a loop\n    can lose its wakeup.\n", "t")), 1)
 
 
 class SourcesTest(unittest.TestCase):

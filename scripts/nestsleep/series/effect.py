@@ -14,9 +14,9 @@ and a warning quoted only when a boot printed it.
   only the warning.  The text is conditional because the finding does not
   say on which passes the call runs.
 
-A lost wakeup needs code that sets the state and sleeps without testing
-the condition again; no shape here has that, so no text claims one
-(scripts/tests/test_claims.py).
+A wakeup cannot be lost unless code sets the state and sleeps without
+testing the condition again; no shape here shows that, so no text here
+claims it (scripts/tests/test_claims.py).
 
 The state= value is printed as __might_sleep() prints it (kernel/sched/
 core.c, "state=%x"): TASK_KILLABLE is 0x102, so "state=102".

@@ -62,9 +62,10 @@ VERDICT_RULES = [
 	"How a verdict is chosen:", "",
 	"- `true`: on a path the code means to take, a call in the window blocks, or warns "
 	"`do not call blocking ops when !TASK_RUNNING` under CONFIG_DEBUG_ATOMIC_SLEEP, while the state set "
-	"for the outer wait is still non-running. The wait can then lose a wakeup or spin, or the kernel warns. "
+	"for the outer wait is still non-running. The loop then makes extra passes (a busy poll while the call "
+	"keeps sleeping), or the kernel warns. "
 	"How rare the path is (resume, error recovery, the first pass of a kthread loop) does not matter.",
-	"- `harmless`: the state is really overwritten in the window, but nothing warns, spins or loses a wakeup: "
+	"- `harmless`: the state is really overwritten in the window, but nothing warns or spins: "
 	"the call replaces the pending sleep by design (kthread_parkme(), msleep() or usleep_range() with no "
 	"schedule() after it), or the nesting is only on a path the code itself flags as a bug with WARN(). "
 	"Nothing needs fixing, or `sched_annotate_sleep()` documents it.",
@@ -209,7 +210,8 @@ def to_sarif(findings, tid, nver):
 					     "set_current_state() window calls something that may sleep; the inner "
 					     "sleep resets the task state to TASK_RUNNING: a wait_event*() makes an "
 					     "extra pass or polls (its condition is tested again, so no wakeup is "
-					     "lost); an open-coded loop polls and can lose its wakeup."},
+					     "lost); an open-coded loop the same, on a pass that does not end the "
+					     "wait."},
 		 "helpUri": "https://lwn.net/Articles/628628/",
 		 "defaultConfiguration": {"level": "warning"}},
 		{"id": "sleep-in-atomic", "name": "SleepInAtomic",
