@@ -38,7 +38,7 @@ CLAIM = re.compile(
 	+ r"|\blost\s+" + WAKEUP
 	+ r"|" + WAKEUP + r"[^.;:]{0,120}?\b(?:is|are|was|were|be|gets?|got)\s+lost\b"
 	+ r"|\bcan\s+(?:then\s+)?lose\b", re.I)
-NEGATION = re.compile(r"\b(?:no|not|never|nothing|without|none)\b[^.;:]{0,12}$", re.I)
+NEGATION = re.compile(r"\b(?:no|not|never|nothing|without|none|rather than)\b[^.;:]{0,12}$", re.I)
 FILE_LINE = re.compile(r"\b[\w./-]+\.(?:c|h|S):\d+\b")
 STATE_SET = re.compile(r"\b(?:__)?set_(?:current|special)_state\s*\(|\bprepare_to_wait\w*\s*\(")
 SLEEP = re.compile(r"\bschedule\w*\s*\(|\bwait_woken\s*\(|\b\w*sleep\w*\s*\(")
@@ -154,6 +154,7 @@ class ClaimDetectorTest(unittest.TestCase):
 		for s in ("The condition is tested again, so no wakeup is lost.",
 			  "No wakeup is lost and nothing polls; the effect is the warning.",
 			  "10,000 stress rounds with no lost wakeup.",
+			  "the effect is the debug warning rather than a lost wakeup.",
 			  "A wakeup that hit the task during the inner sleep is not lost.",
 			  "A wakeup cannot be lost unless code sets the state and sleeps.",
 			  "the schedule() that follows does not block: an extra pass."):

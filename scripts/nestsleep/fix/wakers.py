@@ -631,6 +631,35 @@ class WakerRule:
 			self._park_safe = bool(mm and "kthread_should_stop_or_park" in mm.group(1))
 		return self._park_safe
 
+	def woken_lines(self):
+		"""'kernel/sched/wait.c:462 and sleeps at kernel/sched/wait.c:464':
+		where the tree's wait_woken() sets the state and where it sleeps,
+		testing only its flag (and kthread_should_stop*()), not the wait's
+		condition; '' when wait.c has no such body."""
+		path = os.path.join(self.tree.kdir, "kernel", "sched", "wait.c")
+		try:
+			with open(path, errors="replace") as f:
+				t = f.read()
+		except OSError:
+			return ""
+		mm = re.search(r"long\s+wait_woken\s*\([^)]*\)\s*\{(.*?)\n\}", t, re.S)
+		if not mm:
+			return ""
+		first = t.count("\n", 0, mm.start(1)) + 1
+		at = {}
+		for i, line in enumerate(mm.group(1).split("\n")):
+			for key, pat in (("set", r"\bset_current_state\s*\("), ("sleep", r"\bschedule\w*\s*\(")):
+				if key not in at and re.search(pat, line):
+					at[key] = first + i
+		if len(at) < 2:
+			return ""
+		return "kernel/sched/wait.c:%d and sleeps at kernel/sched/wait.c:%d" % (at["set"], at["sleep"])
+
+	def woken_text(self):
+		"""' (wait_woken() sets the state at ... testing only WQ_FLAG_WOKEN)'."""
+		w = self.woken_lines()
+		return " (wait_woken() sets the state at %s testing only WQ_FLAG_WOKEN)" % w if w else ""
+
 	def loc_of_arg(self, rel, func, arg, loc):
 		"""The base expression of loc in the task argument arg, '' for a
 		global or an array of globals, None if arg is not loc."""
@@ -913,7 +942,8 @@ class WakerRule:
 				     "known; convert it by hand" % (w.at(), w.name, w.arg, w.loc.describe(), w.base[1:]))
 		if w.kind == "wake_q":
 			raise Refuse("manual", "wakers: %s: %s() queues the task (%s) for a later wake_up_q(), a direct "
-				     "wakeup wait_woken() can lose; convert it by hand" % (w.at(), w.name, w.loc.describe()))
+				     "wakeup wait_woken() can lose%s; convert it by hand" % (
+					     w.at(), w.name, w.loc.describe(), self.woken_text()))
 		if w.kind == "unpark":
 			kept.append("%s %s() (wakes only a parked thread)" % (w.at(), w.name))
 			return
@@ -923,8 +953,9 @@ class WakerRule:
 					w.at(), w.name))
 				return
 			raise Refuse("manual", "wakers: %s: %s() parks the thread with a wake_up_process() that "
-				     "wait_woken() can lose (this tree's wait_woken() tests only kthread_should_stop(), "
-				     "not parking), and kthread_park() then waits forever; convert by hand" % (w.at(), w.name))
+				     "wait_woken() can lose (this tree's wait_woken() sets the state at %s testing "
+				     "only kthread_should_stop(), not parking), and kthread_park() then waits forever; "
+				     "convert by hand" % (w.at(), w.name, self.woken_lines() or "kernel/sched/wait.c"))
 		if w.kind == "stop":
 			if site["stop_tested"]:
 				kept.append("%s %s() (the rewritten loop tests kthread_should_stop(), and wait_woken() "
