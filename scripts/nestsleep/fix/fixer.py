@@ -625,9 +625,14 @@ class Fixer:
 			from nestsleep.fix import wakers
 			self.rule = wakers.WakerRule(self, kn)
 
-	def wakers(self, u, rel, func, queue, state, stop_tested, span):
-		"""The waker rule (scripts/nestsleep/fix/wakers.py): every direct waker of the
+	def wakers(self, u, rel, func, queue, state, stop_tested, span, f=None):
+		"""The poll rule (scripts/nestsleep/fix/polls.py): a wait that polls
+		today keeps a waker on queue, or the site is refused.  Then the
+		waker rule (scripts/nestsleep/fix/wakers.py): every direct waker of the
 		task is converted to a wakeup of queue, or the site is refused."""
+		if f is not None:
+			from nestsleep.fix import polls
+			polls.check(self, f, u, rel, func, queue, state)
 		if self.rule is None:
 			raise Refuse("manual", "no tree facts to search the wakers with")
 		self.rule.check({"rel": rel, "func": func, "queue": queue, "state": state,
@@ -971,7 +976,7 @@ class Fixer:
 		if cmd:
 			u.caveats.append("%s: cmd1 and cmd2 now run in TASK_RUNNING around wait_woken()" % prim)
 		self.wakers(u, rel, f["function"], pointer_to(args[0]), state,
-			    "kthread_should_stop()" in args[v["cond"]], (ctx["stmt"], ctx["repl_e"]))
+			    "kthread_should_stop()" in args[v["cond"]], (ctx["stmt"], ctx["repl_e"]), f)
 		if sig:
 			u.caveats.append(signal_caveat(sig, need_val))
 		if timeout:
@@ -1115,7 +1120,7 @@ class Fixer:
 		if cmd:
 			u.caveats.append("%s: cmd1 and cmd2 now run in TASK_RUNNING around wait_woken()" % prim)
 		self.wakers(u, rel, f["function"], wq, state, "kthread_should_stop()" in args[v["cond"]],
-			    (ctx["stmt"], ctx["repl_e"]))
+			    (ctx["stmt"], ctx["repl_e"]), f)
 		if sig:
 			u.caveats.append(signal_caveat(sig, need_val))
 		if timeout is not None:
@@ -1511,7 +1516,7 @@ class Fixer:
 				 "the code between the old %s() and schedule() now runs in TASK_RUNNING, and a wakeup "
 				 "that comes while it runs is kept by WQ_FLAG_WOKEN" % (name, name))
 		self.wakers(u, rel, f["function"], q, state, bool(re.search(r"\bkthread_should_stop\s*\(",
-									   m[min(lstart, ls0):bc])), (min(lstart, ls0), bc))
+									   m[min(lstart, ls0):bc])), (min(lstart, ls0), bc), f)
 		if name == "prepare_to_wait_exclusive":
 			u.caveats.append("exclusive wait: add_wait_queue_exclusive() keeps the tail queueing, but a "
 					 "waiter woken exclusively that then leaves on a signal or a timeout may swallow "
