@@ -49,6 +49,7 @@ from nestsleep.analysis.sameguard import SameGuard
 from nestsleep.analysis.summarize import GFP_TESTS
 from nestsleep.analysis.scan import SKIP_DIRS, WAIT_WORDS, Facts, Tree, holds_sources
 from nestsleep.analysis.waiters import derive_waiters, specialize_rule
+from nestsleep.analysis.wakecov import wake_coverage
 from nestsleep.cache import Cache
 from nestsleep.common import UserError, log, sha1
 from nestsleep.knowledge import Knowledge
@@ -597,6 +598,12 @@ def analyse(a, ext):
 	for key in sorted(findings):
 		paths = sorted(findings[key], key=lambda p: (p.penalty, p.site.cline, p.site.ccol))
 		out.append(make_finding(key, paths, kn, wait_loop(guard.tokens(key[0]), paths)))
+	# who wakes the reported waits' queues, and the wakeups that can be
+	# missed (analysis/wakecov.py): only the files naming their queues
+	# and inputs are read
+	t = time.time()
+	out += wake_coverage(out, tree, kn, cache)
+	times["wakecov"] = time.time() - t
 	cov = {"files": len(targets), "parsed": matcher.parsed, "failed": sorted(matcher.failed),
 	       "timeout": sorted(matcher.timedout), "unreadable": ["%s (%s)" % kv for kv in sorted(tree.unreadable.items())]}
 	cov.update(function_coverage(targets, results, facts, kn.scoped_calls))
