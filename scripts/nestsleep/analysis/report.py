@@ -101,8 +101,33 @@ def report_text(mode, findings):
 
 def context_text(a, findings, tree):
 	"""Context mode: spatch marks the sleeping calls with '*'."""
+	marks = missed_context(a, [f for f in findings if f["kind"] == "missed_wakeup"], tree)
+	findings = [f for f in findings if f["kind"] != "missed_wakeup"]
 	if not findings:
-		return ""
+		return marks
+	return context_spatch(a, findings, tree) + marks
+
+
+def missed_context(a, findings, tree, ctx=3):
+	"""Context mode for the missed wakeups: spatch's context format, the
+	writer's line marked with '*' (there is no call to match there)."""
+	out = []
+	for f in findings:
+		try:
+			with open(tree.abs[f["file"]], errors="replace") as fp:
+				lines = fp.read().split("\n")
+		except (OSError, KeyError):
+			continue
+		lo, hi = max(1, f["line"] - ctx), min(len(lines), f["line"] + ctx)
+		out.append("diff -u -p %s /tmp/nothing/%s\n--- %s\n+++ /tmp/nothing/%s\n" % ((f["file"],) * 4))
+		out.append("@@ -%d,%d +%d,%d @@\n" % (lo, hi - lo + 1, lo, hi - lo))
+		for n in range(lo, hi + 1):
+			out.append("%s%s\n" % ("*" if n == f["line"] else " ", lines[n - 1]))
+	return "".join(out)
+
+
+def context_spatch(a, findings, tree):
+	"""Context mode for the nested sleeps: spatch marks the calls."""
 	tmp = tempfile.mkdtemp(prefix="nestsleep-")
 	try:
 		pos = os.path.join(tmp, "positions")
@@ -128,7 +153,14 @@ def patch_text(a, findings, tree, facts, kn):
 	"""Patch mode: one unified diff for every finding with a safe rewrite.
 	The findings without one are listed on stderr with the reason."""
 	fx = fixer.Fixer(a.kdir, kn, tree, facts, m_abs=a.m_abs)
-	units = fx.run(findings)
+	for f in findings:
+		if f["kind"] == "missed_wakeup":
+			# no rewrite: the wakeup the writer lacks is the driver's to add
+			f["fix"] = {"status": "report-only", "reason": "a missed wakeup: the writer needs a wake_up() "
+				    "of the waiter's queue, in a mode that wakes its state", "kind": "missed_wakeup",
+				    "confidence": f["confidence"], "caveats": [], "unit": "%s:%s" % (f["file"], f["function"]),
+				    "files": [], "wakers": [], "diff": ""}
+	units = fx.run([f for f in findings if f["kind"] != "missed_wakeup"])
 	diff = fixer.combined_diff(fx, units)
 	counts = {}
 	for f in findings:

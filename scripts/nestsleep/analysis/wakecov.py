@@ -84,7 +84,15 @@ class FileView:
 		"""'static', 'extern' (a file-scope variable not static) or None."""
 		if name not in self._globals:
 			m = re.search(_GLOBAL % re.escape(name), self.text, re.M)
-			self._globals[name] = None if not m else ("static" if m.group(0).startswith("static") else "extern")
+			kind = None if not m else ("static" if m.group(0).startswith("static") else "extern")
+			if m is None:
+				# 'static struct s { ... } name;': the struct line says static
+				m = re.search(r"^(?:[A-Za-z_][^\n(]*)?\}\s*%s\s*(?:\[[^\]]*\])?\s*[;=]" % re.escape(name), self.text, re.M)
+				if m:
+					head = [l for l in self.text[:m.start() + 1 + m.group(0).find("}")].split("\n")
+						if l[:1].isalpha()]
+					kind = "static" if head and head[-1].startswith("static") else "extern"
+			self._globals[name] = kind
 		return self._globals[name]
 
 	def const(self, name):
@@ -119,6 +127,12 @@ class FileView:
 		col = len(s) - len(s.lstrip())
 		end = s.find(";", col)
 		return col, (end if end >= 0 else len(s.rstrip()))
+
+
+def at_key(at):
+	"""'file:line' sorted by file, then line as a number."""
+	rel, _, line = at.rpartition(":")
+	return rel, int(line) if line.isdigit() else 0
 
 
 def expr_key(expr, fv, fn):
@@ -566,14 +580,14 @@ class WakeCov:
 			"queue": queue, "key": key, "state": task_state,
 			"wakers": sorted(({"at": wk["at"], "function": wk["function"], "call": wk["call"],
 					   "wakes": wk["wakes"], "guard": wk["guard"]} for wk in wakers),
-					 key=lambda x: (x["at"], x["call"])),
+					 key=lambda x: (at_key(x["at"]), x["call"])),
 			"inputs": sorted(ins),
 			"writers": sorted(({"at": "%s:%d" % (w["fv"].rel, w["line"]), "function": w["fn"]["name"],
 					    "write": w["write"], "input": w["input"], "makes_true": w["makes_true"],
-					    "woken_by": sorted(set(wk["at"] for wk in w["woken_by"])),
+					    "woken_by": sorted(set(wk["at"] for wk in w["woken_by"]), key=at_key),
 					    "right_mode": (any(wk["wakes"] is not False for wk in w["woken_by"])
 							   if w["woken_by"] else None)} for w in writers),
-					  key=lambda x: (x["at"], x["write"], x["input"])),
+					  key=lambda x: (at_key(x["at"]), x["write"], x["input"])),
 			"polls": None,
 		}
 		return rec, {"single": single, "writers": writers, "state": state, "task_state": task_state,

@@ -219,10 +219,18 @@ def to_sarif(findings, tid, nver):
 		 "fullDescription": {"text": "The _locked and _lock_irq wait_event forms evaluate the condition "
 					     "with a spinlock held; a sleeping call there is a sleep in atomic context."},
 		 "defaultConfiguration": {"level": "error"}},
+		{"id": "missed-wakeup", "name": "MissedWakeup",
+		 "shortDescription": {"text": "A write that ends a reported wait is not followed by a wakeup that wakes it"},
+		 "fullDescription": {"text": "A function makes the wait's condition true (clears the flag it tests, "
+					     "decrements the count it compares with zero) and then wakes the queue only "
+					     "in a mode that does not wake the waiter's state (wake_up_interruptible() "
+					     "for a TASK_UNINTERRUPTIBLE waiter), or not at all on its or its caller's "
+					     "path: the waiter sleeps on until another wakeup comes."},
+		 "defaultConfiguration": {"level": "warning"}},
 	]
 	results = []
 	for f in findings:
-		rid = "sleep-in-atomic" if f.get("kind") == "sleep_in_atomic" else "nested-sleep"
+		rid = {"sleep_in_atomic": "sleep-in-atomic", "missed_wakeup": "missed-wakeup"}.get(f.get("kind"), "nested-sleep")
 		steps = []
 		for i, loc in enumerate(f.get("chain_locs", [])):
 			rel, line = loc.rsplit(":", 1)

@@ -1,0 +1,147 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Unit tests for nestsleep.analysis.wakecov: the wake coverage record of a
+reported wait (queue key, wakers and their modes, inputs, writers and the
+wakers that follow them) on a small tree written here."""
+
+import os
+import shutil
+import tempfile
+import unittest
+
+from nestsleep.analysis import wakecov
+from nestsleep.analysis.scan import Tree
+from nestsleep.cache import Cache
+from nestsleep.knowledge import Knowledge
+
+CORE_H = """struct wc_dev {
+	wait_queue_head_t wq;
+	int count;
+	unsigned long flags;
+	struct mutex lock;
+};
+void wc_stop(struct wc_dev *d);
+"""
+
+CORE_C = """#include "core.h"
+#define WC_BUSY 0x4
+static struct wc_glob { wait_queue_head_t wait; unsigned long flags; } glob;
+
+static int wc_count(struct wc_dev *d)
+{
+	int n;
+
+	mutex_lock(&d->lock);
+	n = d->count;
+	mutex_unlock(&d->lock);
+	return n;
+}
+
+void wc_unregister(struct wc_dev *d)
+{
+	wait_event_interruptible(d->wq, !wc_count(d));
+}
+
+void wc_release(void)
+{
+	wait_event(glob.wait, !(glob.flags & WC_BUSY));
+}
+
+static void wc_unbusy(bool wake)
+{
+	glob.flags &= ~WC_BUSY;
+	if (wake)
+		wake_up_interruptible(&glob.wait);
+}
+
+void wc_done(void)
+{
+	wc_unbusy(false);
+	wake_up_all(&glob.wait);
+}
+"""
+
+OTHER_C = """#include "core.h"
+void wc_stop(struct wc_dev *d)
+{
+	d->count--;
+}
+
+void wc_close(struct wc_dev *d)
+{
+	wc_stop(d);
+	wake_up_interruptible(&d->wq);
+}
+
+void wc_open(struct wc_dev *d)
+{
+	d->count++;
+	__wake_up(&d->wq, TASK_UNINTERRUPTIBLE, 1, NULL);
+}
+
+void wc_other(struct other_dev *d)
+{
+	d->count--;
+}
+"""
+
+
+def finding(line, func, prim):
+	return {"file": "core.c", "line": line, "function": func, "shape": "wait_event", "primitive": prim}
+
+
+class WakeCovTest(unittest.TestCase):
+	@classmethod
+	def setUpClass(cls):
+		cls.tmp = tempfile.mkdtemp(prefix="wakecov-")
+		src = os.path.join(cls.tmp, "src")
+		os.makedirs(src)
+		for name, text in (("core.h", CORE_H), ("core.c", CORE_C), ("other.c", OTHER_C)):
+			with open(os.path.join(src, name), "w") as f:
+				f.write(text)
+		cache = Cache(os.path.join(cls.tmp, "cache"))
+		cls.tree = Tree(src, cache, 1)
+		cls.findings = [finding(17, "wc_unregister", "wait_event_interruptible"),
+				finding(22, "wc_release", "wait_event")]
+		cls.missed = wakecov.wake_coverage(cls.findings, cls.tree, Knowledge(), cache)
+
+	@classmethod
+	def tearDownClass(cls):
+		shutil.rmtree(cls.tmp, ignore_errors=True)
+
+	def test_member_queue(self):
+		rec = self.findings[0]["wakers"]
+		self.assertEqual(rec["queue"], "d->wq")
+		self.assertEqual(rec["key"], "member:wc_dev.wq")
+		self.assertEqual(rec["state"], "TASK_INTERRUPTIBLE")
+		self.assertEqual(rec["inputs"], ["member:wc_dev.count"])
+		self.assertIsNone(rec["polls"])
+		# wake_up_interruptible() wakes TASK_INTERRUPTIBLE, __wake_up() with
+		# TASK_UNINTERRUPTIBLE does not
+		self.assertEqual([(w["at"], w["call"], w["wakes"]) for w in rec["wakers"]],
+				 [("other.c:10", "wake_up_interruptible", True), ("other.c:16", "__wake_up", False)])
+
+	def test_member_writers(self):
+		rec = self.findings[0]["wakers"]
+		got = [(w["at"], w["function"], w["makes_true"], w["woken_by"], w["right_mode"]) for w in rec["writers"]]
+		# wc_other()'s d is another struct: not a writer; the caller wakes wc_stop()'s write
+		self.assertEqual(got, [("other.c:4", "wc_stop", True, ["other.c:10"], True),
+				       ("other.c:15", "wc_open", False, ["other.c:16"], False)])
+
+	def test_global_queue_and_guard(self):
+		rec = self.findings[1]["wakers"]
+		self.assertEqual(rec["key"], "global:glob.wait")
+		self.assertEqual(rec["state"], "TASK_UNINTERRUPTIBLE")
+		self.assertEqual(rec["inputs"], ["global:glob.flags"])
+		self.assertEqual([(w["at"], w["call"], w["wakes"], w["guard"]) for w in rec["wakers"]],
+				 [("core.c:29", "wake_up_interruptible", False, "wake"),
+				  ("core.c:35", "wake_up_all", True, "")])
+		self.assertEqual([(w["at"], w["write"], w["makes_true"], w["woken_by"], w["right_mode"])
+				  for w in rec["writers"]],
+				 [("core.c:27", "glob.flags &= ~WC_BUSY;", True, ["core.c:29", "core.c:35"], True)])
+
+	def test_no_missed_wakeup_when_a_caller_wakes_right(self):
+		self.assertEqual(self.missed, [])
+
+
+if __name__ == "__main__":
+	unittest.main()
