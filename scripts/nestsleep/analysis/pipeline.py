@@ -602,7 +602,7 @@ def analyse(a, ext):
 	# missed (analysis/wakecov.py): only the files naming their queues
 	# and inputs are read
 	t = time.time()
-	out += wake_coverage(out, tree, kn, cache)
+	out += wake_coverage(out, tree, kn, cache, tdig)
 	times["wakecov"] = time.time() - t
 	cov = {"files": len(targets), "parsed": matcher.parsed, "failed": sorted(matcher.failed),
 	       "timeout": sorted(matcher.timedout), "unreadable": ["%s (%s)" % kv for kv in sorted(tree.unreadable.items())]}

@@ -44,6 +44,8 @@ READ_CALLS = re.compile(r"^(?:atomic(?:64|_long)?_read|test_bit|READ_ONCE|list_e
 _EXPR = re.compile(r"^[&*(\s]*([A-Za-z_]\w*)((?:\s*(?:->|\.)\s*\w+)*)[\s)]*$")
 _GLOBAL = r"^(?:static\s+)?(?:(?:const|volatile|__\w+)\s+)*(?:struct\s+)?\w+(?:\s+\w+)*?\s*\**\s*%s\s*(?:\[[^\]]*\])?\s*[;=]"
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Z_][A-Z0-9_]*)[ \t]+(.+)$", re.M)
+_IDENT = re.compile(rb"[A-Za-z_]\w*")
+_COMMENT = re.compile(r"/\*.*?(?:\*/|$)|//.*$")
 _NUMEXPR = re.compile(r"^[\s0-9xXa-fA-FuUlL()|&~<>+]*$")
 
 
@@ -79,17 +81,34 @@ class FileView:
 			i += 1
 		self._globals = {}
 		self._consts = None
+		self._top = None
+		self._calls = None
+
+	def calls_of(self, name):
+		"""(function, token index, argument texts) of the calls of name."""
+		if self._calls is None:
+			self._calls = {}
+			toks = self.toks
+			for fname in sorted(self.funcs):
+				fn = self.funcs[fname]
+				for i in range(fn["lo"], fn["hi"]):
+					if toks[i][0] == "id" and toks[i + 1][1] == "(" and toks[i - 1][1] not in ("->", "."):
+						self._calls.setdefault(toks[i][1], []).append((fn, i))
+		return [(fn, i, [_text(x) for x in split_args(self.toks, i + 1, _match_close(self.toks, i + 1, "(", ")"))])
+			for fn, i in self._calls.get(name, ())]
 
 	def global_kind(self, name):
 		"""'static', 'extern' (a file-scope variable not static) or None."""
 		if name not in self._globals:
-			m = re.search(_GLOBAL % re.escape(name), self.text, re.M)
+			if self._top is None:
+				self._top = "\n".join(l for l in self.lines if l[:1].isalpha() or l[:1] in "_}")
+			m = re.search(_GLOBAL % re.escape(name), self._top, re.M)
 			kind = None if not m else ("static" if m.group(0).startswith("static") else "extern")
 			if m is None:
 				# 'static struct s { ... } name;': the struct line says static
-				m = re.search(r"^(?:[A-Za-z_][^\n(]*)?\}\s*%s\s*(?:\[[^\]]*\])?\s*[;=]" % re.escape(name), self.text, re.M)
+				m = re.search(r"^(?:[A-Za-z_][^\n(]*)?\}\s*%s\s*(?:\[[^\]]*\])?\s*[;=]" % re.escape(name), self._top, re.M)
 				if m:
-					head = [l for l in self.text[:m.start() + 1 + m.group(0).find("}")].split("\n")
+					head = [l for l in self._top[:m.start() + 1 + m.group(0).find("}")].split("\n")
 						if l[:1].isalpha()]
 					kind = "static" if head and head[-1].startswith("static") else "extern"
 			self._globals[name] = kind
@@ -98,7 +117,7 @@ class FileView:
 	def const(self, name):
 		"""The value of a #define constant expression of this file, or None."""
 		if self._consts is None:
-			self._consts = dict(_DEFINE.findall(self.text))
+			self._consts = dict((k, _COMMENT.sub(" ", v)) for k, v in _DEFINE.findall(self.text))
 		seen = set()
 
 		def ev(t):
@@ -328,8 +347,8 @@ class WakeCov:
 		names = sorted(set(n for n in names if n))
 		if not names:
 			return
-		pat = re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, names)))
-		ckey = "wakecov-" + sha1(" ".join(names).encode())[:12]
+		want = set(n.encode() for n in names)
+		ckey = "wakecov-ids-" + sha1(" ".join(names).encode())[:12]
 		seen = self.cache.load("index", ckey) or {}
 		dirty = False
 		self.hits = {n: set() for n in names}
@@ -338,8 +357,8 @@ class WakeCov:
 			hit = seen.get(sha)
 			if hit is None:
 				try:
-					with open(self.tree.abs[rel], errors="replace") as f:
-						hit = sorted(set(pat.findall(f.read())))
+					with open(self.tree.abs[rel], "rb") as f:
+						hit = sorted(n.decode() for n in want.intersection(_IDENT.findall(f.read())))
 				except OSError:
 					hit = []
 				seen[sha] = hit
@@ -406,16 +425,8 @@ class WakeCov:
 		out = []
 		for rel in ([fv.rel] if static else files):
 			v2 = self.view(rel)
-			if v2 is None:
-				continue
-			for name in sorted(v2.funcs):
-				fn = v2.funcs[name]
-				for i in range(fn["lo"], fn["hi"]):
-					t = v2.toks[i]
-					if t[1] == fname and t[0] == "id" and v2.toks[i + 1][1] == "(" \
-							and v2.toks[i - 1][1] not in ("->", "."):
-						a = split_args(v2.toks, i + 1, _match_close(v2.toks, i + 1, "(", ")"))
-						out.append((v2, fn, i, [_text(x) for x in a]))
+			if v2 is not None:
+				out += [(v2, fn, i, args) for fn, i, args in v2.calls_of(fname)]
 		return out
 
 	def wait_of(self, f):
@@ -656,9 +667,36 @@ class WakeCov:
 		}
 
 
-def wake_coverage(findings, tree, kn, cache):
+def _code_digest():
+	with open(__file__, "rb") as f:
+		return sha1(f.read())[:12]
+
+
+CODE_DIGEST = _code_digest()
+
+
+def wake_coverage(findings, tree, kn, cache, tdig=""):
 	"""Attach finding["wakers"] to each finding whose wait has a queue;
-	return the missed wakeup findings, sorted, one per fingerprint."""
+	return the missed wakeup findings, sorted, one per fingerprint.
+	tdig, the digest of the whole tree's content: the result is kept
+	under it and the findings' waits, so that a warm run reads it back."""
+	ckey = None
+	if tdig:
+		ids = [[f["file"], f["line"], f["function"], f["shape"], f["primitive"]] for f in findings]
+		ckey = "wakecov-res-" + sha1((tdig + kn.digest + CODE_DIGEST + repr(ids)).encode())[:16]
+		got = cache.load("index", ckey)
+		if got is not None and len(got[0]) == len(findings):
+			for f, rec in zip(findings, got[0]):
+				if rec is not None:
+					f["wakers"] = rec
+			return got[1]
+	out = _wake_coverage(findings, tree, kn, cache)
+	if ckey:
+		cache.store(([f.get("wakers") for f in findings], out), "index", ckey)
+	return out
+
+
+def _wake_coverage(findings, tree, kn, cache):
 	wc = WakeCov(tree, kn, cache)
 	wc.prepare(findings)
 	out = {}
