@@ -148,6 +148,14 @@ class FileView:
 		return col, (end if end >= 0 else len(s.rstrip()))
 
 
+def task_state_name(toks):
+	"""The waiters-table state name of a TASK_* argument, or ''."""
+	t = _text(toks).replace(" ", "")
+	if not re.match(r"^TASK_[A-Z_]+(?:\|TASK_[A-Z_]+)*$", t):
+		return ""
+	return t.replace("TASK_", "")
+
+
 def at_key(at):
 	"""'file:line' sorted by file, then line as a number."""
 	rel, _, line = at.rpartition(":")
@@ -317,6 +325,11 @@ def makes_true(op, operand, pred, fv):
 	return True
 
 
+# the token counts of a condition and of each helper it calls beyond which
+# the test of its one input may not be what decides it
+MAX_COND = 64
+MAX_HELPER = 48
+
 # how many files a queue or an input may be looked for in: a name that
 # common (a member 'wait' of a struct every driver uses) is left unknown
 MAX_FILES = 400
@@ -457,8 +470,8 @@ class WakeCov:
 			w = self.kn.waiters.get(prim)
 			if w is not None:
 				state = w["state"]
-				if state == "state" and len(args) > 2:
-					state = _text(args[2]).replace("TASK_", "").replace(" ", "")
+				if state == "state":
+					state = task_state_name(args[2] if len(args) > 2 else [])
 				ci = w["cond"]
 			else:
 				ci = 1
@@ -469,16 +482,18 @@ class WakeCov:
 					start += len(a) + 1
 				cond = (start, start + len(args[ci]))
 		elif len(args) > 2:
-			state = _text(args[2]).replace("TASK_", "").replace(" ", "")
+			state = task_state_name(args[2])
 		return fv, fn, queue, key, state, cond
 
-	def inputs(self, fv, fn, lo, hi, qkey, neg=0, depth=0, out=None, seen=None):
+	def inputs(self, fv, fn, lo, hi, qkey, neg=0, depth=0, out=None, seen=None, sizes=None):
 		"""key -> {'shown', 'preds'} of the globals and members read in
 		toks[lo:hi] of function fn, and in the same file's helpers called
 		there (two levels); preds: predicate() tuples with the negations
 		of the calls around them added."""
 		out = {} if out is None else out
 		seen = set() if seen is None else seen
+		if sizes is not None:
+			sizes.append(hi - lo)
 		toks = fv.toks
 		for j in range(lo, hi):
 			k, v, _ = toks[j]
@@ -489,7 +504,7 @@ class WakeCov:
 				if h is not None and depth < 2 and v not in seen and v != fn["name"]:
 					seen.add(v)
 					n = neg + (1 if toks[j - 1][1] == "!" else 0)
-					self.inputs(fv, h, h["lo"], h["hi"], qkey, n, depth + 1, out, seen)
+					self.inputs(fv, h, h["lo"], h["hi"], qkey, n, depth + 1, out, seen, sizes)
 				continue
 			e = j
 			while e + 2 < hi and toks[e + 1][1] in ("->", ".") and toks[e + 2][0] == "id" and toks[e + 3][1] != "(":
@@ -543,8 +558,12 @@ class WakeCov:
 			if w is None:
 				continue
 			fv, fn, queue, key, state, cond = w
-			ins = self.inputs(fv, fn, cond[0], cond[1], key) if cond else {}
-			self.waits[id(f)] = (w, ins)
+			sizes = []
+			ins = self.inputs(fv, fn, cond[0], cond[1], key, sizes=sizes) if cond else {}
+			# a missed wakeup only for a condition small enough that
+			# its one input's test is its value (module doc)
+			simple = bool(sizes) and sizes[0] <= MAX_COND and all(n <= MAX_HELPER for n in sizes[1:])
+			self.waits[id(f)] = (w, ins, simple)
 			names += self.names_of(key)
 			for k in ins:
 				names += self.names_of(k)
@@ -556,7 +575,7 @@ class WakeCov:
 		got = self.waits.get(id(f))
 		if got is None:
 			return None, None
-		(fv, fn, queue, key, state, cond), ins = got
+		(fv, fn, queue, key, state, cond), ins, simple = got
 		task_state = self.kn.states.get(state, ("TASK_" + state if state else "",))[0]
 		qfiles = self.files_for(key, fv.rel)
 		wakers = []
@@ -567,7 +586,7 @@ class WakeCov:
 		for wk in wakers:
 			wk["wakes"] = self.wakes(wk["mode"], state)
 		single = None
-		if len(ins) == 1:
+		if len(ins) == 1 and simple:
 			(ikey, irec), = ins.items()
 			preds = set(p for p in irec["preds"] if p is not None)
 			if len(preds) == 1:
