@@ -240,7 +240,9 @@ def patch_fixtures(res, only):
 			if spec.get("fix"):
 				# each function's fix status, and a phrase its reason must hold
 				with open(j1) as f:
-					got_fix = {fd["function"]: fd["fix"] for fd in json.load(f)["findings"]}
+					# the wait sites: a missed wakeup (at its writer) has no rewrite
+					got_fix = {fd["function"]: fd["fix"] for fd in json.load(f)["findings"]
+						   if fd["kind"] != "missed_wakeup"}
 				detail = ""
 				for func, (status, phrase) in sorted(spec["fix"].items()):
 					fx = got_fix.get(func)
@@ -267,8 +269,11 @@ def patch_fixtures(res, only):
 					detail += "second MODE=patch is not empty:\n" + p2.stdout[:3000]
 				with open(j2) as f:
 					second = json.load(f)["findings"]
-				left = sorted((f["function"], f["primitive"]) for f in first if f["fix"]["status"] != "patch")
-				again = sorted((f["function"], f["primitive"]) for f in second)
+				# wait sites only: a missed wakeup is reported for a reported
+				# wait, and goes with it when the wait is rewritten
+				left = sorted((f["function"], f["primitive"]) for f in first
+					      if f["fix"]["status"] != "patch" and f["kind"] != "missed_wakeup")
+				again = sorted((f["function"], f["primitive"]) for f in second if f["kind"] != "missed_wakeup")
 				if left != again:
 					detail += "findings after patching: %s\nexpected (the unpatched ones): %s\n" % (again, left)
 			res.add("patch/%s/idempotent" % name, not detail, time.time() - t, detail, known)

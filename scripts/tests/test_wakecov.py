@@ -145,3 +145,38 @@ class WakeCovTest(unittest.TestCase):
 
 if __name__ == "__main__":
 	unittest.main()
+
+
+class PolarityTest(unittest.TestCase):
+	"""How a helper's value is tested at the call decides which writes end
+	the wait (call_negation())."""
+
+	TEXT = """struct pd { int count; };
+static int pd_count(struct pd *d)
+{
+	int n;
+
+	n = d->count;
+	return n;
+}
+void a(struct pd *d) { wait_event(d->q, pd_count(d) == 0); }
+void b(struct pd *d) { wait_event(d->q, (n = pd_count(d)) != 0); }
+void c(struct pd *d) { wait_event(d->q, pd_count(d) > 2); }
+void e(struct pd *d) { wait_event(d->q, !pd_count(d)); }
+"""
+
+	def preds(self, func):
+		fv = wakecov.FileView("x.c", self.TEXT)
+		wc = wakecov.WakeCov.__new__(wakecov.WakeCov)
+		fn = fv.funcs[func]
+		lp = next(i for i in range(fn["lo"], fn["hi"]) if fv.toks[i][1] == "wait_event") + 1
+		comma = next(i for i in range(lp, fn["hi"]) if fv.toks[i][1] == ",")
+		rp = wakecov._match_close(fv.toks, lp, "(", ")")
+		ins = wc.inputs(fv, fn, comma + 1, rp, "member:pd.q")
+		return ins["member:pd.count"]["preds"]
+
+	def test_polarity(self):
+		self.assertEqual(self.preds("a"), {("zero", None, 0)})
+		self.assertEqual(self.preds("e"), {("zero", None, 0)})
+		self.assertEqual(self.preds("b"), {("zero", None, 1)})
+		self.assertEqual(self.preds("c"), {None})

@@ -271,6 +271,22 @@ def predicate(toks, s, e, lo, hi, fv, depth=0):
 	return None
 
 
+def call_negation(toks, j, hi):
+	"""How the value of the call at toks[j] is tested where it is made:
+	1 when '!f()' or 'f() == 0' (also through '(n = f())'), 0 when as a
+	truth value or '!= 0', None for another comparison."""
+	neg = 1 if toks[j - 1][1] == "!" else 0
+	k = _match_close(toks, j + 1, "(", ")") + 1
+	while k < hi and toks[k][1] == ")":
+		k += 1
+	nxt = toks[k][1] if k < hi else ""
+	if nxt in ("==", "!=") and k + 1 < hi and toks[k + 1][1] == "0":
+		return neg + (1 if nxt == "==" else 0)
+	if nxt in ("==", "!=", "<", ">", "<=", ">=", "+", "-", "*", "/", "&", "|", "^", "<<", ">>"):
+		return None
+	return neg
+
+
 def write_op(toks, s, j, lo):
 	"""The operation by which the lvalue toks[s..j] is written: an
 	assignment operator, '++'/'--', or the name of a writing call; with
@@ -503,8 +519,9 @@ class WakeCov:
 				h = fv.funcs.get(v)
 				if h is not None and depth < 2 and v not in seen and v != fn["name"]:
 					seen.add(v)
-					n = neg + (1 if toks[j - 1][1] == "!" else 0)
-					self.inputs(fv, h, h["lo"], h["hi"], qkey, n, depth + 1, out, seen, sizes)
+					n = call_negation(toks, j, hi)
+					self.inputs(fv, h, h["lo"], h["hi"], qkey, None if n is None or neg is None else neg + n,
+						    depth + 1, out, seen, sizes)
 				continue
 			e = j
 			while e + 2 < hi and toks[e + 1][1] in ("->", ".") and toks[e + 2][0] == "id" and toks[e + 3][1] != "(":
@@ -519,7 +536,7 @@ class WakeCov:
 				continue
 			rec = out.setdefault(key, {"shown": shown, "preds": set()})
 			p = predicate(toks, j, e, lo, hi, fv)
-			rec["preds"].add((p[0], p[1], (p[2] + neg) % 2) if p else None)
+			rec["preds"].add((p[0], p[1], (p[2] + neg) % 2) if p and neg is not None else None)
 		return out
 
 	def writers(self, files, key, last, pred):
