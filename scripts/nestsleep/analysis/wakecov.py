@@ -349,6 +349,8 @@ MAX_HELPER = 48
 # how many files a queue or an input may be looked for in: a name that
 # common (a member 'wait' of a struct every driver uses) is left unknown
 MAX_FILES = 400
+# the names the file index keeps across runs before it starts again
+MAX_NAMES = 4000
 
 
 class WakeCov:
@@ -371,31 +373,49 @@ class WakeCov:
 		return self.views[rel]
 
 	def index(self, names):
-		"""For each name, the files whose text mentions it (a regex over
-		every file, cached by file content and name set)."""
+		"""For each name, the files whose text mentions it.  One record per
+		tree keeps, for every name asked so far, the files that mention it
+		and the content each file had: a later run reads again only the
+		files whose content changed, and every file only for new names."""
 		names = sorted(set(n for n in names if n))
 		if not names:
 			return
-		want = set(n.encode() for n in names)
-		ckey = "wakecov-ids-" + sha1(" ".join(names).encode())[:12]
-		seen = self.cache.load("index", ckey) or {}
-		dirty = False
-		self.hits = {n: set() for n in names}
+		ckey = "wakecov-ids-" + sha1(self.tree.kdir.encode())[:12]
+		st = self.cache.load("index", ckey)
+		if not st or len(st[1]) > MAX_NAMES:
+			st = ({}, {})
+		shas, hits = st[0], dict((n, set(r)) for n, r in st[1].items())
+		new = set(n for n in names if n not in hits)
+		known = set(hits)
+		for n in new:
+			hits[n] = set()
+		dirty = bool(new)
 		for rel in self.tree.files:
 			sha = self.tree.sha(rel)
-			hit = seen.get(sha)
-			if hit is None:
-				try:
-					with open(self.tree.abs[rel], "rb") as f:
-						hit = sorted(n.decode() for n in want.intersection(_IDENT.findall(f.read())))
-				except OSError:
-					hit = []
-				seen[sha] = hit
+			want = new if shas.get(rel) == sha else known | new
+			if not want:
+				continue
+			if want is not new:
+				for n in known:
+					hits[n].discard(rel)
+				shas[rel] = sha
 				dirty = True
-			for n in hit:
-				self.hits[n].add(rel)
+			try:
+				with open(self.tree.abs[rel], "rb") as f:
+					ids = set(_IDENT.findall(f.read()))
+			except OSError:
+				ids = set()
+			for n in want:
+				if n.encode() in ids:
+					hits[n].add(rel)
+		for rel in set(shas) - set(self.tree.files):
+			del shas[rel]
+			for n in hits:
+				hits[n].discard(rel)
+			dirty = True
 		if dirty:
-			self.cache.store(seen, "index", ckey)
+			self.cache.store((shas, dict((n, sorted(r)) for n, r in hits.items())), "index", ckey)
+		self.hits = hits
 
 	def files_for(self, key, rel):
 		"""The files to search for key: the waiter's file for a static
