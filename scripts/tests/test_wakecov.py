@@ -180,3 +180,61 @@ void e(struct pd *d) { wait_event(d->q, !pd_count(d)); }
 		self.assertEqual(self.preds("e"), {("zero", None, 0)})
 		self.assertEqual(self.preds("b"), {("zero", None, 1)})
 		self.assertEqual(self.preds("c"), {None})
+
+
+class PollsRecordTest(unittest.TestCase):
+	"""findings.json: a wait whose condition reads xenstore on every pass
+	carries wakers.polls (analysis/polls.py); one whose condition only
+	takes a mutex does not."""
+
+	def test_polls_in_the_record(self):
+		from nestsleep import cache_dir
+		from nestsleep.analysis import pipeline
+		d = tempfile.mkdtemp(prefix="nestsleep-polls-")
+		self.addCleanup(shutil.rmtree, d, True)
+		with open(os.path.join(d, "p.c"), "w") as f:
+			f.write("""struct mutex { long owner; };
+struct xenbus_device { const char *otherend; };
+struct pd { struct xenbus_device *xb; wait_queue_head_t wq; struct mutex lock; int n; };
+
+static struct mutex xs_lock;
+
+/* as xs_talkv(): the request waits for xenstored's reply */
+static int xenbus_read_driver_state(const char *path)
+{
+	int state;
+
+	mutex_lock(&xs_lock);
+	state = path[0];
+	mutex_unlock(&xs_lock);
+	return state;
+}
+
+static int pd_count(struct pd *p)
+{
+	int n;
+
+	mutex_lock(&p->lock);
+	n = p->n;
+	mutex_unlock(&p->lock);
+	return n;
+}
+
+void pd_wait_state(struct pd *p)
+{
+	wait_event(p->wq, xenbus_read_driver_state(p->xb->otherend) == XenbusStateConnected);
+}
+
+void pd_wait_count(struct pd *p)
+{
+	wait_event(p->wq, pd_count(p) == 0);
+}
+""")
+		res = pipeline.check(pipeline.Options(kdir=d, mode="report", jobs=1,
+						      cache=os.path.join(cache_dir(), "test-cache")))
+		polls = {f["function"]: (f.get("wakers") or {}).get("polls") for f in res.findings
+			 if f["kind"] == "nested_sleep"}
+		self.assertEqual(set(polls), {"pd_wait_state", "pd_wait_count"})
+		self.assertIsNone(polls["pd_wait_count"])
+		self.assertEqual(polls["pd_wait_state"]["via"][-1], "xenbus_read_driver_state")
+		self.assertIn("xenbus_read_driver_state()", polls["pd_wait_state"]["reason"])

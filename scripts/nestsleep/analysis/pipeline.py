@@ -45,6 +45,7 @@ from nestsleep.analysis.match import (Matcher, _flags_key, _is_nestsleep_rule, c
 				      function_coverage, stmt_expr_records)
 from nestsleep.analysis.report import context_text, make_finding, patch_text, report_text
 from nestsleep.analysis.resolve import Analysis
+from nestsleep.analysis.polls import polls
 from nestsleep.analysis.sameguard import SameGuard
 from nestsleep.analysis.summarize import GFP_TESTS
 from nestsleep.analysis.scan import SKIP_DIRS, WAIT_WORDS, Facts, Tree, holds_sources
@@ -603,6 +604,11 @@ def analyse(a, ext):
 	# and inputs are read
 	t = time.time()
 	out += wake_coverage(out, tree, kn, cache, tdig)
+	for f in out:
+		if f.get("wakers") is not None:
+			# whether the condition blocks on every pass (a poll): the
+			# fixer's poll rule (fix/polls.py) reads it
+			f["wakers"]["polls"] = polls(f, ana, kn)
 	times["wakecov"] = time.time() - t
 	cov = {"files": len(targets), "parsed": matcher.parsed, "failed": sorted(matcher.failed),
 	       "timeout": sorted(matcher.timedout), "unreadable": ["%s (%s)" % kv for kv in sorted(tree.unreadable.items())]}
