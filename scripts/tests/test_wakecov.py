@@ -238,3 +238,37 @@ void pd_wait_count(struct pd *p)
 		self.assertIsNone(polls["pd_wait_count"])
 		self.assertEqual(polls["pd_wait_state"]["via"][-1], "xenbus_read_driver_state")
 		self.assertIn("xenbus_read_driver_state()", polls["pd_wait_state"]["reason"])
+
+
+class MacroGlobalQueueTest(unittest.TestCase):
+	"""A queue defined at file scope by a macro, 'static
+	DECLARE_WAIT_QUEUE_HEAD(q);' (include/linux/wait.h), is a global:
+	its wake_up*() calls are its wakers."""
+
+	def test_declare_wait_queue_head(self):
+		tmp = tempfile.mkdtemp(prefix="wakecov-macro-")
+		self.addCleanup(shutil.rmtree, tmp, True)
+		src = os.path.join(tmp, "src")
+		os.makedirs(src)
+		with open(os.path.join(src, "m.c"), "w") as f:
+			f.write("""static DECLARE_WAIT_QUEUE_HEAD(mq_wq);
+static int mq_state;
+
+void mq_wait(void)
+{
+	wait_event(mq_wq, mq_state == 4);
+}
+
+void mq_changed(int s)
+{
+	mq_state = s;
+	wake_up_all(&mq_wq);
+}
+""")
+		cache = Cache(os.path.join(tmp, "cache"))
+		fs = [{"file": "m.c", "line": 6, "function": "mq_wait", "shape": "wait_event", "primitive": "wait_event"}]
+		wakecov.wake_coverage(fs, Tree(src, cache, 1), Knowledge(), cache)
+		rec = fs[0]["wakers"]
+		self.assertEqual(rec["key"], "global:mq_wq")
+		self.assertEqual([(w["at"], w["function"], w["call"], w["wakes"]) for w in rec["wakers"]],
+				 [("m.c:12", "mq_changed", "wake_up_all", True)])

@@ -43,6 +43,9 @@ SET_CALLS = re.compile(r"^(?:__)?set_bit\w*$|^test_and_set_bit\w*$")
 READ_CALLS = re.compile(r"^(?:atomic(?:64|_long)?_read|test_bit|READ_ONCE|list_empty\w*|refcount_read)$")
 _EXPR = re.compile(r"^[&*(\s]*([A-Za-z_]\w*)((?:\s*(?:->|\.)\s*\w+)*)[\s)]*$")
 _GLOBAL = r"^(?:static\s+)?(?:(?:const|volatile|__\w+)\s+)*(?:struct\s+)?\w+(?:\s+\w+)*?\s*\**\s*%s\s*(?:\[[^\]]*\])?\s*[;=]"
+# a file-scope variable a macro defines: 'static DECLARE_WAIT_QUEUE_HEAD(q);'
+# (include/linux/wait.h), DEFINE_MUTEX(m), DEFINE_SPINLOCK(l)...
+_MACRO_GLOBAL = r"^(?:static\s+)?(?:DECLARE|DEFINE)_[A-Z0-9_]+\(\s*%s\s*[,)]"
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Z_][A-Z0-9_]*)[ \t]+(.+)$", re.M)
 _IDENT = re.compile(rb"[A-Za-z_]\w*")
 _COMMENT = re.compile(r"/\*.*?(?:\*/|$)|//.*$")
@@ -102,7 +105,8 @@ class FileView:
 		if name not in self._globals:
 			if self._top is None:
 				self._top = "\n".join(l for l in self.lines if l[:1].isalpha() or l[:1] in "_}")
-			m = re.search(_GLOBAL % re.escape(name), self._top, re.M)
+			m = re.search(_GLOBAL % re.escape(name), self._top, re.M) or \
+				re.search(_MACRO_GLOBAL % re.escape(name), self._top, re.M)
 			kind = None if not m else ("static" if m.group(0).startswith("static") else "extern")
 			if m is None:
 				# 'static struct s { ... } name;': the struct line says static
