@@ -1,0 +1,268 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The wakers a changelog lists (series.series.waker_items): every listed
+file:line must hold a wake_up*() on the queue of the patch's wait."""
+
+import glob
+import os
+import re
+import shutil
+import tempfile
+import unittest
+
+from nestsleep import TOP, cache_dir
+from nestsleep.series import series as fixes
+
+WAKE_CALL = re.compile(r"\b(?:__)?wake_up\w*\s*\(")
+IDENT = r"[A-Za-z_]\w*"
+# the calls that name the queue of a wait in a diff
+WAIT_CALL = re.compile(r"^[-+].*?\b(?:add_wait_queue\w*|prepare_to_wait\w*|wait_event\w*)\s*\(\s*([^,]+),", re.M)
+
+
+def member(expr):
+	"""The last member name of a queue expression: '&rdev->dev_wait' ->
+	'dev_wait', '&g_wq' -> 'g_wq'."""
+	names = re.findall(IDENT, expr or "")
+	return names[-1] if names else ""
+
+
+def first_arg(text, open_paren):
+	depth, i = 0, open_paren
+	while i < len(text):
+		c = text[i]
+		if c == "(":
+			depth += 1
+		elif c == ")":
+			depth -= 1
+			if depth == 0:
+				return text[open_paren + 1:i]
+		elif c == "," and depth == 1:
+			return text[open_paren + 1:i]
+		i += 1
+	return None
+
+
+def check_listed_wakers(patch_text, kdir):
+	"""(listed, problems): each waker the changelog of patch_text lists as
+	'(file:line)', and what is wrong with it.  The line must hold a
+	wake_up*()/__wake_up*() call whose first argument names a queue member
+	of the patch's waits (the queues its diff adds, or removes, a wait on)."""
+	body, _, diff = patch_text.partition("\n---\n")
+	queues = set(member(q) for q in WAIT_CALL.findall(diff))
+	listed, problems = [], []
+	for rel, ln in re.findall(r"\(([\w./+-]+\.[ch]):(\d+)\)", re.sub(r"\s+", " ", body)):
+		listed.append("%s:%s" % (rel, ln))
+		try:
+			with open(os.path.join(kdir, rel), errors="replace") as f:
+				lines = f.read().split("\n")
+		except OSError as e:
+			problems.append("%s:%s: %s" % (rel, ln, e))
+			continue
+		n = int(ln)
+		text = "\n".join(lines[n - 1:n + 3])
+		mm = WAKE_CALL.search(lines[n - 1]) if 0 < n <= len(lines) else None
+		if not mm:
+			problems.append("%s:%s: no wake_up*() call on the line" % (rel, ln))
+			continue
+		arg = first_arg(text, mm.end() - 1)
+		if member(arg) not in queues:
+			problems.append("%s:%s: %s wakes %s, not the patch's queue (%s)" % (
+				rel, ln, mm.group(0).rstrip("( "), arg, ", ".join(sorted(queues)) or "none found"))
+	return listed, problems
+
+
+SOURCE = """// SPDX-License-Identifier: GPL-2.0
+#include <linux/wait.h>
+
+struct foo_dev {
+	wait_queue_head_t wq;
+	wait_queue_head_t other_wq;
+	int users;
+	struct mutex lock;
+};
+
+static int foo_users(struct foo_dev *dev)
+{
+	int n;
+
+	mutex_lock(&dev->lock);
+	n = dev->users;
+	mutex_unlock(&dev->lock);
+	return n;
+}
+
+void foo_remove(struct foo_dev *dev)
+{
+	wait_event(dev->wq, foo_users(dev) == 0);
+}
+
+void foo_release(struct foo_dev *dev)
+{
+	dev->users--;
+	wake_up(&dev->wq);
+}
+
+void foo_irq(struct foo_dev *dev)
+{
+	wake_up_interruptible(&dev->wq);
+}
+
+void foo_other(struct foo_dev *dev)
+{
+	wake_up(&dev->other_wq);
+}
+
+void foo_kick(struct foo_dev *dev)
+{
+	wake_up_all(
+		&dev->wq);
+}
+"""
+
+REL = "drivers/foo/core.c"
+OLD = ("wakers: no waker to convert was found: neither foo_remove() nor its callers up to 3 levels store current "
+       "or a kthread_run()/kthread_create() value or hand it to a call that runs it as a thread (a thread that "
+       "reaches it through a function pointer is not followed; a wake_up_process() of such a thread makes the "
+       "loop test its condition again, as before). The wake_up*() calls on dev->wq wake wait_woken() too; "
+       "whether one runs for every change of the condition while it waits is not checked")
+DIFF = """diff --git a/drivers/foo/core.c b/drivers/foo/core.c
+--- a/drivers/foo/core.c
++++ b/drivers/foo/core.c
+@@ -22,3 +22,9 @@
+ void foo_remove(struct foo_dev *dev)
+ {
+-	wait_event(dev->wq, foo_users(dev) == 0);
++	DEFINE_WAIT_FUNC(wait, woken_wake_function);
++
++	add_wait_queue(&dev->wq, &wait);
++	while (!(foo_users(dev) == 0))
++		wait_woken(&wait, TASK_UNINTERRUPTIBLE, MAX_SCHEDULE_TIMEOUT);
++	remove_wait_queue(&dev->wq, &wait);
+ }
+"""
+
+
+def line_of(text):
+	return SOURCE.split("\n").index(text) + 1
+
+
+def at(text):
+	return "%s:%d" % (REL, line_of(text))
+
+
+class WakerChangelogTest(unittest.TestCase):
+	@classmethod
+	def setUpClass(cls):
+		cls.kdir = tempfile.mkdtemp(prefix="nestsleep-wakelog-test-")
+		os.makedirs(os.path.join(cls.kdir, "drivers", "foo"))
+		with open(os.path.join(cls.kdir, REL), "w") as f:
+			f.write(SOURCE)
+		with open(os.path.join(cls.kdir, "Makefile"), "w") as f:
+			f.write("obj-y += drivers/foo/\n")
+
+	@classmethod
+	def tearDownClass(cls):
+		shutil.rmtree(cls.kdir)
+
+	def finding(self, wakers, writers=(), polls=None, reason=None):
+		return {
+			"file": REL, "line": line_of("\twait_event(dev->wq, foo_users(dev) == 0);"), "function": "foo_remove",
+			"primitive": "wait_event", "shape": "wait_event", "role": "cond", "call": "mutex_lock",
+			"chain": ["foo_users", "mutex_lock"], "effect": "silent", "fingerprint": "fp-foo",
+			"confidence": "high",
+			"fix": {"status": "patch", "kind": "wait_event", "confidence": "high", "caveats": [OLD],
+				"reason": reason or ("wait_event() becomes an add_wait_queue()/wait_woken()/remove_wait_queue() "
+						     "loop: the condition now runs in TASK_RUNNING"),
+				"unit": REL + ":foo_remove", "files": [REL], "wakers": [], "diff": DIFF},
+			"wakers": {"queue": "dev->wq", "key": "member:foo_dev.wq", "state": "TASK_UNINTERRUPTIBLE",
+				   "wakers": list(wakers), "inputs": ["member:foo_dev.users"], "writers": list(writers),
+				   "polls": polls},
+		}
+
+	def waker(self, line, function, call, wakes):
+		return {"at": at(line), "function": function, "call": call, "wakes": wakes, "guard": ""}
+
+	def all_wakers(self):
+		return [self.waker("\twake_up(&dev->wq);", "foo_release", "wake_up", True),
+			self.waker("\twake_up_interruptible(&dev->wq);", "foo_irq", "wake_up_interruptible", False),
+			# made up: the record says it wakes dev->wq, its line wakes another queue
+			self.waker("\twake_up(&dev->other_wq);", "foo_other", "wake_up", True),
+			self.waker("\twake_up_all(", "foo_kick", "wake_up_all", True)]
+
+	def writer(self):
+		return {"at": at("\tdev->users--;"), "function": "foo_release", "write": "dev->users--;",
+			"input": "member:foo_dev.users", "makes_true": True, "woken_by": [at("\twake_up(&dev->wq);")],
+			"right_mode": True}
+
+	def changelog(self, f):
+		body = fixes.changelog(self.kdir, [("foo_remove", [f])], fixes.waiters(), {}, "", [])
+		return body, "Subject: [PATCH] foo\n\n" + body + "\n---\n" + f["fix"]["diff"]
+
+	def flat(self, text):
+		return re.sub(r"\s+", " ", text)
+
+	def test_wakers_listed_with_call_function_line_and_input(self):
+		body, patch = self.changelog(self.finding(self.all_wakers(), [self.writer()]))
+		self.assertIn("Wakers: the wait is woken by wake_up(&dev->wq) in foo_release() (%s) when users drops, "
+			      "and by wake_up_all(&dev->wq) in foo_kick() (%s); these wake wait_woken() too." % (
+				      at("\twake_up(&dev->wq);"), at("\twake_up_all(")), self.flat(body))
+		# the made-up waker is not listed, the old sentence is gone
+		self.assertNotIn("foo_other", body)
+		self.assertNotIn("is not checked", self.flat(body))
+		# the direct-waker part of the fixer's caveat stays
+		self.assertIn("no waker to convert was found", self.flat(body))
+		listed, problems = check_listed_wakers(patch, self.kdir)
+		self.assertEqual(problems, [])
+		self.assertEqual(listed, [at("\twake_up(&dev->wq);"), at("\twake_up_all(")])
+
+	def test_wakers_at_most_three_then_more(self):
+		ws = [self.waker("\twake_up(&dev->wq);", "foo_release", "wake_up", True)] * 4 + \
+			[self.waker("\twake_up_all(", "foo_kick", "wake_up_all", True)]
+		body, patch = self.changelog(self.finding(ws))
+		self.assertIn("and 2 more;", self.flat(body))
+		self.assertEqual(check_listed_wakers(patch, self.kdir)[1], [])
+
+	def test_no_waker_wakes_the_state(self):
+		ws = [self.waker("\twake_up_interruptible(&dev->wq);", "foo_irq", "wake_up_interruptible", False)]
+		body, patch = self.changelog(self.finding(ws, polls={"via": ["foo_users"], "reason": "x"}))
+		self.assertIn("Wakers: no wake_up*() on dev->wq that wakes TASK_UNINTERRUPTIBLE was found (1 on it "
+			      "wakes other states only). The wait polls today (x).", self.flat(body))
+		self.assertEqual(check_listed_wakers(patch, self.kdir), ([], []))
+
+	def test_poll_rule_result(self):
+		rel = at("\twake_up(&dev->wq);")
+		reason = ("wait_event() becomes a loop; the wait polls today (foo_users() takes a mutex on every pass); "
+			  "its waker foo_release() (%s) wakes dev->wq for the whole wait" % rel)
+		body, patch = self.changelog(self.finding(self.all_wakers()[:1], polls={"via": ["foo_users"], "reason":
+			"foo_users() takes a mutex on every pass"}, reason=reason))
+		flat = self.flat(body)
+		self.assertIn("The wait polls today (foo_users() takes a mutex on every pass); the rewrite keeps its "
+			      "waker foo_release() (%s), which wakes dev->wq for the whole wait." % rel, flat)
+		# said once, in the wakers item
+		self.assertEqual(flat.count("polls today"), 1, flat)
+		self.assertEqual(check_listed_wakers(patch, self.kdir)[1], [])
+
+	def test_check_listed_wakers_catches_another_queue(self):
+		patch = "Wakers: wake_up(&dev->other_wq) in foo_other() (%s).\n---\n%s" % (
+			at("\twake_up(&dev->other_wq);"), DIFF)
+		listed, problems = check_listed_wakers(patch, self.kdir)
+		self.assertEqual(len(problems), 1, problems)
+		self.assertIn("other_wq", problems[0])
+
+	@unittest.skip("enabled after the series are regenerated")
+	def test_committed_series_list_real_wakers(self):
+		trees = {"linux-6.1.192": "linux-source-6.1", "linux-6.12.118": "linux-source-6.12"}
+		for out, tree in trees.items():
+			kdir = os.path.join(cache_dir(), tree)
+			for p in sorted(glob.glob(os.path.join(TOP, "reports", "fixes", out, "*", "*.patch"))):
+				if os.path.basename(p).startswith("0000-"):
+					continue
+				with open(p) as f:
+					text = f.read()
+				listed, problems = check_listed_wakers(text, kdir)
+				self.assertEqual(problems, [], p)
+				if "\n+\tadd_wait_queue(" in text:
+					self.assertIn("Wakers: ", re.sub(r"\s+", " ", text), p)
+
+
+if __name__ == "__main__":
+	unittest.main()
