@@ -20,8 +20,8 @@ WAIT_CALL = re.compile(r"^[-+].*?\b(?:add_wait_queue\w*|prepare_to_wait\w*|wait_
 
 def member(expr):
 	"""The last member name of a queue expression: '&rdev->dev_wait' ->
-	'dev_wait', '&g_wq' -> 'g_wq'."""
-	names = re.findall(IDENT, expr or "")
+	'dev_wait', '&g_wq' -> 'g_wq', '&d->wq[i]' -> 'wq'."""
+	names = re.findall(IDENT, re.sub(r"\[[^\]]*\]", "", expr or ""))
 	return names[-1] if names else ""
 
 
@@ -115,6 +115,13 @@ void foo_kick(struct foo_dev *dev)
 {
 	wake_up_all(
 		&dev->wq);
+}
+
+void foo_many(struct foo_dev *dev)
+{
+	wake_up_nr(&dev->wq, 2);
+	wake_up_locked(&dev->wq);
+	wake_up_sync(&dev->wq);
 }
 """
 
@@ -215,10 +222,11 @@ class WakerChangelogTest(unittest.TestCase):
 		self.assertEqual(listed, [at("\twake_up(&dev->wq);"), at("\twake_up_all(")])
 
 	def test_wakers_at_most_three_then_more(self):
-		ws = [self.waker("\twake_up(&dev->wq);", "foo_release", "wake_up", True)] * 4 + \
-			[self.waker("\twake_up_all(", "foo_kick", "wake_up_all", True)]
+		ws = self.all_wakers() + [self.waker("\t%s(&dev->wq%s);" % (c, a), "foo_many", c, True)
+					  for c, a in (("wake_up_nr", ", 2"), ("wake_up_locked", ""), ("wake_up_sync", ""))]
 		body, patch = self.changelog(self.finding(ws))
-		self.assertIn("and 2 more;", self.flat(body))
+		self.assertIn("wake_up_nr(&dev->wq, 2) in foo_many() (%s), and 2 more; these wake wait_woken() too." %
+			      at("\twake_up_nr(&dev->wq, 2);"), self.flat(body))
 		self.assertEqual(check_listed_wakers(patch, self.kdir)[1], [])
 
 	def test_no_waker_wakes_the_state(self):
@@ -240,6 +248,16 @@ class WakerChangelogTest(unittest.TestCase):
 		# said once, in the wakers item
 		self.assertEqual(flat.count("polls today"), 1, flat)
 		self.assertEqual(check_listed_wakers(patch, self.kdir)[1], [])
+
+	def test_old_sentence_goes_callers_not_followed_stay(self):
+		c = OLD + "; callers of foo_probe() not followed (more than 40)"
+		self.assertEqual(fixes.without_old_waker_sentence(c), OLD.split(" The wake_up*()")[0] +
+				 " Callers of foo_probe() not followed (more than 40)")
+		# without a wakers record the fixer's sentence stays
+		f = self.finding([])
+		del f["wakers"]
+		body, _ = self.changelog(f)
+		self.assertIn("is not checked", self.flat(body))
 
 	def test_check_listed_wakers_catches_another_queue(self):
 		patch = "Wakers: wake_up(&dev->other_wq) in foo_other() (%s).\n---\n%s" % (

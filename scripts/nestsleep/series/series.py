@@ -694,6 +694,137 @@ def shared(texts_by_func):
 	return list(out.items())
 
 
+# ---------------------------------------------------------------------------
+# Queue wakers: what finding["wakers"] (analysis/wakecov.py) showed of the
+# wake_up*() calls on a rewritten wait's queue, each read back from KDIR.
+
+MAX_WAKERS = 3
+WAKE_CALL = re.compile(r"\b(?:__)?wake_up\w*\s*\(")
+# the fixer's sentence (fix/wakers.py check()) that the record's item
+# replaces; kept for a wait without a record (wakecov names no queue for
+# an add_wait_queue() + set_current_state() loop)
+OLD_QUEUE_SENTENCE = re.compile(r" The wake_up\*\(\) calls on \S+ wake wait_woken\(\) too; whether one runs for "
+				r"every change of the condition while it waits is not checked(?:; c(allers)|$)")
+# the poll rule's reason (fix/polls.py check())
+POLL_REASON = re.compile(r"the wait polls today \((.*)\); (its waker \w+\(\) \([^)]*\)) wakes (.*?) for the "
+			 r"whole wait")
+
+
+def queue_member(expr):
+	"""The last member name of a queue expression: '&rdev->dev_wait' ->
+	'dev_wait', '&g_wq' -> 'g_wq', '&d->wq[i]' -> 'wq'."""
+	names = re.findall(r"[A-Za-z_]\w*", re.sub(r"\[[^\]]*\]", "", expr or ""))
+	return names[-1] if names else ""
+
+
+def waker_call(kdir, at, queue, files):
+	"""The text of the wake_up*()/__wake_up*() call at 'file:line' in KDIR
+	whose first argument names queue's last member, or None."""
+	rel, _, ln = at.rpartition(":")
+	if rel not in files:
+		try:
+			with open(os.path.join(kdir, rel), errors="replace") as f:
+				files[rel] = f.read().split("\n")
+		except OSError:
+			files[rel] = []
+	lines, n = files[rel], int(ln)
+	if not 0 < n <= len(lines):
+		return None
+	text = "\n".join(lines[n - 1:n + 5])
+	for mm in WAKE_CALL.finditer(lines[n - 1]):
+		depth, args, cur = 0, [], mm.end() - 1
+		for i in range(mm.end() - 1, len(text)):
+			c = text[i]
+			depth += c == "("
+			depth -= c == ")"
+			if (c == "," and depth == 1) or depth == 0:
+				args.append(text[cur + 1:i])
+				cur = i
+			if depth == 0:
+				call = re.sub(r"\s+", " ", text[mm.start():i + 1])
+				if queue_member(args[0]) == queue_member(queue):
+					return re.sub(r"\s+\)", ")", re.sub(r"\(\s+", "(", call))
+				break
+	return None
+
+
+def input_change(w):
+	"""'users drops' for a writer of the wakers record."""
+	name = w["input"].partition(":")[2].split(".")[-1]
+	wr = w.get("write") or ""
+	if re.search(r"--|-=|\b(?:atomic\w*_(?:dec|sub)\w*|refcount_dec\w*)\s*\(", wr):
+		return name + " drops"
+	if re.search(r"\+\+|\+=|\batomic\w*_(?:inc|add)\w*\s*\(", wr):
+		return name + " rises"
+	if re.search(r"\bclear_bit\w*\s*\(", wr):
+		return name + " is cleared"
+	if re.search(r"\bset_bit\w*\s*\(", wr):
+		return name + " is set"
+	return name + " changes"
+
+
+def waker_text(kdir, f, files):
+	"""The changelog item of one rewritten wait's queue wakers, from
+	f["wakers"] and the poll rule's reason in f["fix"]; None without a
+	record (no queue, or findings from before wakecov)."""
+	rec = f.get("wakers")
+	if not rec or not rec.get("queue"):
+		return None
+	shown, seen = [], set()
+	for w in rec["wakers"]:
+		if w.get("wakes") is not True or (w["at"], w["call"]) in seen:
+			continue
+		seen.add((w["at"], w["call"]))
+		call = waker_call(kdir, w["at"], rec["queue"], files)
+		if not call:
+			continue
+		whens = list(dict.fromkeys(input_change(x) for x in rec.get("writers") or []
+					   if w["at"] in (x.get("woken_by") or [])))
+		shown.append("%s in %s() (%s)%s" % (call, w["function"], w["at"],
+						   " when " + " or ".join(whens[:2]) if whens else ""))
+	if shown:
+		named = shown[:MAX_WAKERS]
+		more = len(shown) - len(named)
+		head = "by " + named[0]
+		for i, x in enumerate(named[1:]):
+			head += (", and by " if i == len(named) - 2 and not more else ", by ") + x
+		if more:
+			head += ", and %d more" % more
+		text = "Wakers: the wait is woken %s; %s wake%s wait_woken() too." % (
+			head, "these" if len(shown) > 1 else "it", "" if len(shown) > 1 else "s")
+	else:
+		other = sum(1 for w in rec["wakers"] if w.get("wakes") is False)
+		unknown = sum(1 for w in rec["wakers"] if w.get("wakes") is None)
+		notes = (["%d on it wake%s other states only" % (other, "s" if other == 1 else "")] if other else []) + \
+			(["%d on it of a mode not known" % unknown] if unknown else [])
+		text = "Wakers: no wake_up*() on %s that wakes %s was found%s." % (
+			rec["queue"], rec["state"], " (%s)" % "; ".join(notes) if notes else "")
+	p = rec.get("polls")
+	if p:
+		mm = POLL_REASON.search(f["fix"].get("reason") or "")
+		text += " The wait polls today (%s)%s." % (p["reason"], "; the rewrite keeps %s, which wakes %s for the "
+							    "whole wait" % (mm.group(2), mm.group(3)) if mm else "")
+	return text
+
+
+def waker_items(kdir, fs):
+	"""The queue-waker items of one function's rewritten waits."""
+	if fs[0]["fix"].get("kind") == "restore":
+		return []
+	files = {}
+	return list(dict.fromkeys(t for t in (waker_text(kdir, f, files) for f in fs) if t))
+
+
+def without_old_waker_sentence(caveat):
+	return OLD_QUEUE_SENTENCE.sub(lambda m: " C" + m.group(1) if m.group(1) else "", caveat)
+
+
+def without_poll_reason(reason):
+	"""The fix's reason without the poll rule's clause, which the wakers
+	item says with its file:line."""
+	return re.sub(r";\s*" + POLL_REASON.pattern, "", reason)
+
+
 def changelog(kdir, group, table, records, signoff, tags, git=False):
 	"""The commit message body of one patch (a group of units)."""
 	paras = []
@@ -706,7 +837,10 @@ def changelog(kdir, group, table, records, signoff, tags, git=False):
 	known = [noline(x) for x in reached_sentences(kdir, [(fs[0]["file"], fs[0]["function"], unit_needs(fs))
 							      for name, fs in group])]
 	paras.append(wrap(" ".join(known)))
-	reasons = shared([(fs[0]["function"], [noline(fs[0]["fix"]["reason"])]) for name, fs in group])
+	wakers = [(name, waker_items(kdir, fs)) for name, fs in group]
+	reasons = shared([(fs[0]["function"], [noline(without_poll_reason(fs[0]["fix"]["reason"]) if wk else
+							fs[0]["fix"]["reason"])])
+			  for (name, fs), (_, wk) in zip(group, wakers)])
 	restore = all(fs[0]["fix"]["kind"] == "restore" for name, fs in group)
 	how = "Set the task state back to TASK_RUNNING as soon as %s ends" % (
 		"each wait loop" if many else "the wait loop") if restore else \
@@ -718,14 +852,15 @@ def changelog(kdir, group, table, records, signoff, tags, git=False):
 			wrap("- %s: %s." % (", ".join("%s()" % x for x in funcs), r.rstrip("."))).replace("\n", "\n  ")
 			for r, funcs in reasons))
 	cav = []
-	for name, fs in group:
+	for (name, fs), (_, wk) in zip(group, wakers):
 		fx = fs[0]["fix"]
-		# a changelog holds no line numbers: file:line in a caveat becomes file
-		cs = [noline(capital(c)) for c in fx["caveats"]]
+		# a changelog holds no line numbers: file:line in a caveat becomes
+		# file; only the queue wakers, read back from the tree, keep theirs
+		cs = [noline(capital(without_old_waker_sentence(c) if wk else c)) for c in fx["caveats"]]
 		if fx["wakers"]:
 			cs.insert(0, "The wakers in %s are converted in the same patch, so that no wakeup goes around "
 				  "the wait queue." % ", ".join("%s()" % w.split(":")[-1] for w in fx["wakers"]))
-		cav.append((fs[0]["function"], cs))
+		cav.append((fs[0]["function"], cs + wk))
 	if many:
 		items = []
 		for t, funcs in shared(cav):
