@@ -291,3 +291,18 @@ class KnowledgeSourcesTest(unittest.TestCase):
 		self.assertIn("%d entries" % total, text)
 		self.assertIn("1 rests on hand labels alone (groups: %s)" % info["groups"][0]["name"], text)
 		self.assertIn("0 rest on hand labels alone", "\n".join(triage.knowledge_lines(Knowledge())))
+
+
+class KindPrecisionTest(unittest.TestCase):
+	"""index.md gives the missed wakeups' precision per level apart."""
+
+	def test_missed_wakeup_table(self):
+		recs = [{"kind": "nested_sleep", "confidence": "high", "verdict": "true"},
+			{"kind": "missed_wakeup", "confidence": "medium", "verdict": "true"},
+			{"kind": "missed_wakeup", "confidence": "medium", "verdict": "false-positive"},
+			{"kind": "missed_wakeup", "confidence": "high"}]
+		text = "\n".join(triage.kind_lines(recs))
+		self.assertIn("Missed wakeups", text)
+		self.assertIn("| medium | 2 | 2 | 1 | 0 | 50% |", text)
+		self.assertIn("| high | 1 | 0 | 0 | 0 | n/a |", text)
+		self.assertEqual(triage.kind_lines(recs[:1]), [])
