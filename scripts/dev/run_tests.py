@@ -237,23 +237,26 @@ def patch_fixtures(res, only):
 			res.add("patch/" + name, not detail, time.time() - t, detail, known)
 			if detail:
 				continue
-			if spec.get("fix"):
-				# each function's fix status, and a phrase its reason must hold
+			for what in ("fix", "missed"):
+				if not spec.get(what):
+					continue
+				# each function's fix status, and a phrase its reason must hold:
+				# "fix" for the wait sites, "missed" for the missed wakeups (by
+				# the writer's function)
 				with open(j1) as f:
-					# the wait sites: a missed wakeup (at its writer) has no rewrite
 					got_fix = {fd["function"]: fd["fix"] for fd in json.load(f)["findings"]
-						   if fd["kind"] != "missed_wakeup"}
+						   if (fd["kind"] == "missed_wakeup") == (what == "missed")}
 				detail = ""
-				for func, (status, phrase) in sorted(spec["fix"].items()):
+				for func, (status, phrase) in sorted(spec[what].items()):
 					fx = got_fix.get(func)
 					if fx is None:
 						detail += "%s: no finding\n" % func
 					elif fx["status"] != status or phrase not in fx["reason"] + " ".join(fx["caveats"]):
 						detail += "%s: want %s with '%s', got %s: %s\n" % (func, status, phrase, fx["status"],
 												  fx["reason"][:300])
-				for func in sorted(set(got_fix) - set(spec["fix"])):
+				for func in sorted(set(got_fix) - set(spec[what])):
 					detail += "%s: a finding the spec does not list (%s)\n" % (func, got_fix[func]["status"])
-				res.add("patch/%s/fix" % name, not detail, 0, detail, known)
+				res.add("patch/%s/%s" % (name, what), not detail, 0, detail, known)
 			# idempotence: the patched code gives an empty diff, and only the
 			# findings that had no patch remain
 			t = time.time()
