@@ -10,7 +10,8 @@ import tempfile
 from nestsleep.analysis.match import cocci_options
 from nestsleep.analysis.summarize import confidence
 from nestsleep.common import log, sha1
-from nestsleep.fix import fixer
+from nestsleep.cache import Cache
+from nestsleep.fix import fixer, missed
 
 
 def describe_site(r):
@@ -153,14 +154,9 @@ def patch_text(a, findings, tree, facts, kn):
 	"""Patch mode: one unified diff for every finding with a safe rewrite.
 	The findings without one are listed on stderr with the reason."""
 	fx = fixer.Fixer(a.kdir, kn, tree, facts, m_abs=a.m_abs)
-	for f in findings:
-		if f["kind"] == "missed_wakeup":
-			# no rewrite: the wakeup the writer lacks is the driver's to add
-			f["fix"] = {"status": "report-only", "reason": "a missed wakeup: the writer needs a wake_up() "
-				    "of the waiter's queue, in a mode that wakes its state", "kind": "missed_wakeup",
-				    "confidence": f["confidence"], "caveats": [], "unit": "%s:%s" % (f["file"], f["function"]),
-				    "files": [], "wakers": [], "diff": ""}
 	units = fx.run([f for f in findings if f["kind"] != "missed_wakeup"])
+	# the missed wakeups: the waker's mode, or a wakeup after the write
+	units += missed.plan(fx, findings, Cache(a.cache))
 	diff = fixer.combined_diff(fx, units)
 	counts = {}
 	for f in findings:
