@@ -5,8 +5,8 @@
 /// not at all.
 ///
 /// Wrong mode: wake_up_interruptible*() is __wake_up(x, TASK_INTERRUPTIBLE,
-/// ...) (include/linux/wait.h:217-221), which wakes no task sleeping in
-/// TASK_UNINTERRUPTIBLE (wait_event(), include/linux/wait.h:337); the
+/// ...) (include/linux/wait.h:229-231, 243), which wakes no task sleeping in
+/// TASK_UNINTERRUPTIBLE (wait_event(), include/linux/wait.h:341); the
 /// waker takes the mode that wakes both, TASK_NORMAL:
 ///
 ///	wake_up_interruptible(&q);          ->  wake_up(&q);
@@ -32,7 +32,7 @@
 //# driver puts the edits together: the sites never overlap.  A wakeup made
 //# unconditional, or of a wider mode, wakes more tasks than before: the
 //# driver allows it only when every waiter of the queue is a loop that
-//# tests its condition again (wait_event*(), include/linux/wait.h:287-308),
+//# tests its condition again (wait_event*(): ___wait_event()'s for (;;), include/linux/wait.h:308-311),
 //# for which a spurious wakeup costs one more test.  Run alone, the rule
 //# changes nothing.
 // Confidence: Moderate
@@ -61,7 +61,8 @@ def ns_at(p):
 	return "%s:%s" % (p[0].line, p[0].column)
 
 // Wrong mode: the waker at the position takes the mode that wakes
-// TASK_NORMAL (include/linux/wait.h:217-225).
+// TASK_NORMAL (include/linux/wait.h:222-224, 239; TASK_NORMAL:
+/// include/linux/sched.h:122).
 
 @depends on patch && mode@
 expression Q, M;

@@ -4,7 +4,7 @@ by cocci/fix_missed_wakeup.cocci:
 
   wrong_mode  the writer's wakers, wake_up_interruptible*(), become
               wake_up*(): the mode that wakes TASK_NORMAL
-              (include/linux/wait.h:217-225); a waker under a parameter
+              (include/linux/wait.h:222-224, 229-231, 239-244); a waker under a parameter
               test that some caller passes as a value that may be false
               also becomes unconditional (drivers/acpi/acpi_dbg.c
               acpi_aml_unlock_fifo(), whose callers pass 'ret >= 0')
@@ -16,8 +16,8 @@ by cocci/fix_missed_wakeup.cocci:
 A wider mode or a dropped test wakes more tasks than before, which is
 harmless only for a waiter that tests its condition again when woken: the
 fix is made only when every use of the queue that sleeps on it is a
-wait_event*() macro (a loop around its condition, include/linux/wait.h:
-287-308), a prepare_to_wait*() inside a loop, or an entry added next to a
+wait_event*() macro (___wait_event()'s loop, include/linux/wait.h:
+308-311), a prepare_to_wait*() inside a loop, or an entry added next to a
 wait_woken() (the same).  Otherwise, or where the queue cannot be named in
 the writer, or a write is not a statement of its own, the finding is
 report-only with the reason."""
