@@ -61,8 +61,7 @@ def ns_at(p):
 	return "%s:%s" % (p[0].line, p[0].column)
 
 // Wrong mode: the waker at the position takes the mode that wakes
-// TASK_NORMAL (include/linux/wait.h:222-224, 239; TASK_NORMAL:
-/// include/linux/sched.h:122).
+// TASK_NORMAL (include/linux/wait.h:222-224, 239; include/linux/sched.h:122).
 
 @depends on patch && mode@
 expression Q, M;
