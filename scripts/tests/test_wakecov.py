@@ -272,3 +272,34 @@ void mq_changed(int s)
 		self.assertEqual(rec["key"], "global:mq_wq")
 		self.assertEqual([(w["at"], w["function"], w["call"], w["wakes"]) for w in rec["wakers"]],
 				 [("m.c:12", "mq_changed", "wake_up_all", True)])
+
+
+class PlainGlobalInputTest(unittest.TestCase):
+	"""A condition on a plain global ('mg_users == 0') finds its writers."""
+
+	def test_plain_global_writer(self):
+		tmp = tempfile.mkdtemp(prefix="wakecov-plain-")
+		self.addCleanup(shutil.rmtree, tmp, True)
+		src = os.path.join(tmp, "src")
+		os.makedirs(src)
+		with open(os.path.join(src, "g.c"), "w") as f:
+			f.write("""static DECLARE_WAIT_QUEUE_HEAD(mg_wq);
+static int mg_users;
+
+void mg_wait(void)
+{
+	wait_event(mg_wq, mg_users == 0);
+}
+
+void mg_put(void)
+{
+	mg_users--;
+}
+""")
+		cache = Cache(os.path.join(tmp, "cache"))
+		fs = [{"file": "g.c", "line": 6, "function": "mg_wait", "shape": "wait_event", "primitive": "wait_event"}]
+		wakecov.wake_coverage(fs, Tree(src, cache, 1), Knowledge(), cache)
+		rec = fs[0]["wakers"]
+		self.assertEqual(rec["inputs"], ["global:mg_users"])
+		self.assertEqual([(w["at"], w["function"], w["makes_true"]) for w in rec["writers"]],
+				 [("g.c:11", "mg_put", True)])
