@@ -636,7 +636,7 @@ class WakeCov:
 		for ikey in sorted(ins):
 			pred = single[2] if single and single[0] == ikey else None
 			ifiles = self.files_for(ikey, fv.rel)
-			for w in self.writers(ifiles, ikey, ikey.partition(":")[2].split(".")[-1], pred):
+			for w in self.writers(ifiles, ikey, ikey.split(".")[-1], pred):
 				w["input"] = ikey
 				w["own"] = [wk for wk in wakers if wk["file"] == w["fv"].rel
 					    and wk["function"] == w["fn"]["name"] and wk["i"] > w["i"]]
