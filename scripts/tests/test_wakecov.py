@@ -182,6 +182,21 @@ void e(struct pd *d) { wait_event(d->q, !pd_count(d)); }
 		self.assertEqual(self.preds("c"), {None})
 
 
+def one_file_record(test, name, text, line, func):
+	"""The wakers record of the wait_event() at line of func, in a tree
+	of one file name holding text."""
+	tmp = tempfile.mkdtemp(prefix="wakecov-one-")
+	test.addCleanup(shutil.rmtree, tmp, True)
+	src = os.path.join(tmp, "src")
+	os.makedirs(src)
+	with open(os.path.join(src, name), "w") as f:
+		f.write(text)
+	cache = Cache(os.path.join(tmp, "cache"))
+	fs = [{"file": name, "line": line, "function": func, "shape": "wait_event", "primitive": "wait_event"}]
+	wakecov.wake_coverage(fs, Tree(src, cache, 1), Knowledge(), cache)
+	return fs[0]["wakers"]
+
+
 class PollsRecordTest(unittest.TestCase):
 	"""findings.json: a wait whose condition reads xenstore on every pass
 	carries wakers.polls (analysis/polls.py); one whose condition only
@@ -246,12 +261,7 @@ class MacroGlobalQueueTest(unittest.TestCase):
 	its wake_up*() calls are its wakers."""
 
 	def test_declare_wait_queue_head(self):
-		tmp = tempfile.mkdtemp(prefix="wakecov-macro-")
-		self.addCleanup(shutil.rmtree, tmp, True)
-		src = os.path.join(tmp, "src")
-		os.makedirs(src)
-		with open(os.path.join(src, "m.c"), "w") as f:
-			f.write("""static DECLARE_WAIT_QUEUE_HEAD(mq_wq);
+		rec = one_file_record(self, "m.c", """static DECLARE_WAIT_QUEUE_HEAD(mq_wq);
 static int mq_state;
 
 void mq_wait(void)
@@ -264,11 +274,7 @@ void mq_changed(int s)
 	mq_state = s;
 	wake_up_all(&mq_wq);
 }
-""")
-		cache = Cache(os.path.join(tmp, "cache"))
-		fs = [{"file": "m.c", "line": 6, "function": "mq_wait", "shape": "wait_event", "primitive": "wait_event"}]
-		wakecov.wake_coverage(fs, Tree(src, cache, 1), Knowledge(), cache)
-		rec = fs[0]["wakers"]
+""", 6, "mq_wait")
 		self.assertEqual(rec["key"], "global:mq_wq")
 		self.assertEqual([(w["at"], w["function"], w["call"], w["wakes"]) for w in rec["wakers"]],
 				 [("m.c:12", "mq_changed", "wake_up_all", True)])
@@ -287,12 +293,7 @@ class PlainGlobalInputTest(unittest.TestCase):
 
 	@unittest.expectedFailure
 	def test_plain_global_writer(self):
-		tmp = tempfile.mkdtemp(prefix="wakecov-plain-")
-		self.addCleanup(shutil.rmtree, tmp, True)
-		src = os.path.join(tmp, "src")
-		os.makedirs(src)
-		with open(os.path.join(src, "g.c"), "w") as f:
-			f.write("""static DECLARE_WAIT_QUEUE_HEAD(mg_wq);
+		rec = one_file_record(self, "g.c", """static DECLARE_WAIT_QUEUE_HEAD(mg_wq);
 static int mg_users;
 
 void mg_wait(void)
@@ -304,11 +305,7 @@ void mg_put(void)
 {
 	mg_users--;
 }
-""")
-		cache = Cache(os.path.join(tmp, "cache"))
-		fs = [{"file": "g.c", "line": 6, "function": "mg_wait", "shape": "wait_event", "primitive": "wait_event"}]
-		wakecov.wake_coverage(fs, Tree(src, cache, 1), Knowledge(), cache)
-		rec = fs[0]["wakers"]
+""", 6, "mg_wait")
 		self.assertEqual(rec["inputs"], ["global:mg_users"])
 		self.assertEqual([(w["at"], w["function"], w["makes_true"]) for w in rec["writers"]],
 				 [("g.c:11", "mg_put", True)])
