@@ -129,9 +129,22 @@ class FlipCompareTest(unittest.TestCase):
 		self.assertEqual(fixer.wrap_long(old, new),
 				 "\twhile (xenbus_read_driver_state(dev) != XenbusStateClosed) {\n")
 		self.assertEqual(fixer.flip_compare("\twhile (!(a != b))\n"), "\twhile (a == b)\n")
-		for keep in ("\twhile (!(a == b && c)) {\n", "\twhile (!(a) == (b)) {\n", "\twhile (!(x >= 3)) {\n",
-			     "\twhile (!(f(a == b))) {\n", "\twhile (!(a == b ? 1 : 0)) {\n", "\twhile (!(!a == b)) {\n"):
+		for keep in ("\twhile (!(a == b && c)) {\n", "\twhile (!(a) == (b)) {\n",
+			     "\twhile (!(f(a == b))) {\n", "\twhile (!(a == b ? 1 : 0)) {\n", "\twhile (!(!a == b)) {\n",
+			     "\twhile (!(x >> 3)) {\n", "\twhile (!(x < y && z)) {\n", "\twhile (!!a == b) {\n",
+			     "\twhile (!!a + b) {\n"):
 			self.assertEqual(fixer.flip_compare(keep), keep)
+
+	def test_order_comparisons_and_double_negation(self):
+		"""Issue 32: 'while (!(x >= 0))' reads 'while (x < 0)', and
+		'while (!!acpi_aml_busy())' reads 'while (acpi_aml_busy())'."""
+		for old, new in (("\twhile (!(x >= 0)) {\n", "\twhile (x < 0) {\n"),
+				 ("\twhile (!(x <= n))\n", "\twhile (x > n)\n"),
+				 ("\twhile (!(p->len > 3)) {\n", "\twhile (p->len <= 3) {\n"),
+				 ("\twhile (!(f(a, b) < 2))\n", "\twhile (f(a, b) >= 2)\n"),
+				 ("\twhile (!!acpi_aml_busy())\n", "\twhile (acpi_aml_busy())\n"),
+				 ("\twhile (!!d->flags) {\n", "\twhile (d->flags) {\n")):
+			self.assertEqual(fixer.flip_compare(old), new)
 
 
 class WaitEventSitesTest(unittest.TestCase):

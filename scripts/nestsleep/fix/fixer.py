@@ -2035,31 +2035,56 @@ def wrap_long(old, new):
 	return "".join(out)
 
 
-def flip_compare(line):
-	"""'while (!(a == b))' -> 'while (a != b)' (and != to ==) when the
-	comparison is the whole condition: spatch negates the wait's condition
-	as !(cond), which a reader would not write for one comparison."""
-	m = re.match(r"^([ \t]*while \()!\((.*)\)(\)[ \t]*\{?[ \t]*\n?)$", line)
-	if not m:
-		return line
-	inner = m.group(2)
-	mi = mask(inner)
-	if match_close(mask(line), len(m.group(1)) + 1) != len(m.group(1)) + 2 + len(inner):
-		return line	# '!(a) == (b)': the parenthesis does not hold it all
-	ops, depth = [], 0
-	for j, c in enumerate(mi):
+_FLIP = {"==": "!=", "!=": "==", ">=": "<", "<=": ">", ">": "<=", "<": ">="}
+
+
+def _top_ops(mi):
+	"""(index, operator) of the operators at depth 0 of masked text mi;
+	'->' is a member access, not an operator."""
+	ops, depth, j = [], 0, 0
+	while j < len(mi):
+		c = mi[j]
 		if c in "([{":
 			depth += 1
 		elif c in ")]}":
 			depth -= 1
-		elif depth == 0 and c in "=!<>&|?,":
-			ops.append((j, mi[j:j + 2]))
-	eq = [(j, o) for j, o in ops if o in ("==", "!=")]
-	if len(eq) != 1 or any(o[0] in "<>&|?," or (o[0] in "=!" and (j, o) not in eq and j - 1 != eq[0][0])
-				for j, o in ops):
+		elif depth == 0 and c == "-" and mi[j + 1:j + 2] == ">":
+			j += 2
+			continue
+		elif depth == 0 and c in "=!<>&|?,+-*/%^":
+			two = mi[j:j + 3] if mi[j:j + 3] in ("<<=", ">>=") else mi[j:j + 2]
+			op = two if two in ("==", "!=", ">=", "<=", "&&", "||", "<<", ">>", "<<=", ">>=") else c
+			ops.append((j, op))
+			j += len(op)
+			continue
+		j += 1
+	return ops
+
+
+def flip_compare(line):
+	"""'while (!(a == b))' -> 'while (a != b)', and the same for !=, <,
+	<=, > and >= (issue 32: '!(x >= 0)' reads 'x < 0'), when the one
+	comparison is the whole condition: spatch negates the wait's condition
+	as !(cond), which a reader would not write for one comparison.  And
+	'while (!!f(x))' -> 'while (f(x))' when f(x) is one operand: a loop
+	test only asks whether it is non-zero."""
+	m = re.match(r"^([ \t]*while \()!!(.*)(\)[ \t]*\{?[ \t]*\n?)$", line)
+	if m and match_close(mask(line), len(m.group(1)) - 1) == len(m.group(1)) + 2 + len(m.group(2)) \
+			and not _top_ops(mask(m.group(2))):
+		return m.group(1) + m.group(2) + m.group(3)
+	m = re.match(r"^([ \t]*while \()!\((.*)\)(\)[ \t]*\{?[ \t]*\n?)$", line)
+	if not m:
 		return line
-	j, o = eq[0]
-	return m.group(1) + inner[:j] + ("!=" if o == "==" else "==") + inner[j + 2:] + m.group(3)
+	inner = m.group(2)
+	if match_close(mask(line), len(m.group(1)) + 1) != len(m.group(1)) + 2 + len(inner):
+		return line	# '!(a) == (b)': the parenthesis does not hold it all
+	ops = _top_ops(mask(inner))
+	if len(ops) != 1 or ops[0][1] not in _FLIP:
+		return line
+	j, o = ops[0]
+	if inner[:j].lstrip().startswith("!"):
+		return line	# '!a == b' compares the negation
+	return m.group(1) + inner[:j].rstrip() + " " + _FLIP[o] + " " + inner[j + len(o):].lstrip() + m.group(3)
 
 
 def join_else(old, lines):
