@@ -787,6 +787,31 @@ _TERN_STOP = frozenset((";", "{", "}", ",", "?", ":", "return") + tuple(
 	("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")))
 
 
+def _tern_scan(toks, j, b, stops):
+	"""Index of the first token from toks[j] on, at depth 0, that ends a
+	part of a ?:  an unmatched closer, a token in stops, or a ':' that
+	no ?: nested in the part takes; b + 1 if none."""
+	d = n = 0
+	while j <= b:
+		v = toks[j][1]
+		if v in _OPENERS:
+			d += 1
+		elif v in _CLOSERS:
+			if d == 0:
+				return j
+			d -= 1
+		elif d == 0 and v == "?":
+			n += 1
+		elif d == 0 and v == ":":
+			if n == 0:
+				return j
+			n -= 1
+		elif d == 0 and v in stops:
+			return j
+		j += 1
+	return j
+
+
 def ternaries(toks, a, b, atoms):
 	"""[(first, last, tests)] for the branches of each 'C ? X : Y' in
 	toks[a..b]: X's tokens run under atoms(C)'s true tests, Y's under its
@@ -814,38 +839,10 @@ def ternaries(toks, a, b, atoms):
 		pos, neg = atoms(_text(toks[s + 1:q]))
 		if not pos and not neg:
 			continue
-		c, d, n = q + 1, 0, 0
-		while c <= b:
-			v = toks[c][1]
-			if v in _OPENERS:
-				d += 1
-			elif v in _CLOSERS:
-				d -= 1
-			elif d == 0 and v == "?":
-				n += 1
-			elif d == 0 and v == ":":
-				if n == 0:
-					break
-				n -= 1
-			c += 1
-		if c > b:
+		c = _tern_scan(toks, q + 1, b, ())
+		if c > b or toks[c][1] != ":":
 			continue
-		e, d, n = c + 1, 0, 0
-		while e <= b:
-			v = toks[e][1]
-			if v in _OPENERS:
-				d += 1
-			elif v in _CLOSERS:
-				if d == 0:
-					break
-				d -= 1
-			elif d == 0 and v == "?":
-				n += 1
-			elif d == 0 and v in (",", ";") or d == 0 and v == ":" and n == 0:
-				break
-			elif d == 0 and v == ":":
-				n -= 1
-			e += 1
+		e = _tern_scan(toks, c + 1, b, (",", ";"))
 		if pos:
 			out.append((q + 1, c - 1, tuple(pos)))
 		if neg:
