@@ -224,7 +224,6 @@ class GeneratorsTest(unittest.TestCase):
 
 
 class CommittedArtifactsTest(unittest.TestCase):
-	@unittest.skip("enabled after the series are regenerated")
 	def test_changelogs_and_reports(self):
 		bad = []
 		for p in sorted(glob.glob(os.path.join(TOP, "reports", "fixes", "*", "*", "*.patch"))):

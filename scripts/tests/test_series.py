@@ -178,6 +178,21 @@ class SelectTest(unittest.TestCase):
 			self.assertIn("ends in might_sleep() in __drbd_free_peer_req()", others[0][1])
 			self.assertIn("nothing on it is known to block", others[0][1])
 
+	def test_fixes_missed_wakeup_is_not_an_annotation(self):
+		"""A missed wakeup has no sleeping chain (blocks is false: its
+		'chain' is the writer and its waker); the might_sleep() rule is
+		about nested sleeps, so a true one gets its patch, and a harmless
+		one is left out by its label."""
+		fs = [dict(self.finding("a1", "acpi_aml_unlock_fifo", blocks=False), kind="missed_wakeup",
+			   chain=["acpi_aml_unlock_fifo", "wake_up_interruptible"]),
+		      dict(self.finding("b2", "cfg80211_stop_nan", blocks=False), kind="missed_wakeup",
+			   chain=["cfg80211_stop_nan"])]
+		labels = {"a1": {"verdict": "true"}, "b2": {"verdict": "harmless", "reason": "no one waits then. x"}}
+		units, others = fixes.select(fs, labels, os.path.join(TOP, "reports", "labels", "x.json"), "high")
+		self.assertEqual(list(units), ["a.c:acpi_aml_unlock_fifo"])
+		self.assertEqual(len(others), 1)
+		self.assertIn("labelled harmless in reports/labels/x.json: no one waits then", others[0][1])
+
 
 class CheckpatchStatusTest(unittest.TestCase):
 	def test_fixes_checks_are_counted(self):

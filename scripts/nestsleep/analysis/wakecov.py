@@ -17,7 +17,9 @@ names:
               or through the same file's helpers (two levels);
   writers     the functions that write an input, whether the write can make
               the condition true, and the wakers that follow it in the same
-              function or in a caller (one level);
+              function or in a caller (one level); 'direct': the direct task
+              wakeups that follow it there (wake_up_process(), ...:
+              sleep_info.json tasks.wakers), whose target is not followed;
   polls       None (filled by the polls knowledge).
 
 Only the files that mention a queue's or an input's last name are read
@@ -25,7 +27,8 @@ Only the files that mention a queue's or an input's last name are read
 reported waits.  missed() turns a record into "missed wakeup" findings for
 a condition that compares one input with zero or tests its bits: a writer
 that makes it true and is followed only by wakeups of the wrong mode, or by
-none at all on some caller's path."""
+none at all on some caller's path.  A writer followed by a direct task
+wakeup gets no finding: that call may wake the waiter itself."""
 
 import re
 
@@ -364,6 +367,8 @@ class WakeCov:
 		self.tree, self.kn, self.cache = tree, kn, cache
 		w = kn.info["wakeups"]
 		self.modes, self.bits, self.state_bits = w["modes"], w["bits"], w["states"]
+		# calls that wake a task directly, not through a queue
+		self.direct = set(x["name"] for x in kn.info.get("tasks", {}).get("wakers", []))
 		self.views = {}
 		self.hits = {}
 
@@ -470,6 +475,16 @@ class WakeCov:
 			out.append({"i": i, "at": "%s:%d" % (fv.rel, ln), "function": fn["name"], "call": v, "mode": mode,
 				    "guard": guard_of(toks, i, fn["lo"], fn["params"]), "file": fv.rel})
 		return out
+
+	def direct_in(self, fv, fn, after):
+		"""The file:line of the direct task wakeups (wake_up_process(),
+		wake_up_state(), wake_q_add(): sleep_info.json tasks.wakers) in
+		function fn of fv after token index after.  Whom they wake is not
+		followed: any of them may be the waiter's."""
+		toks = fv.toks
+		return ["%s:%d" % (fv.rel, toks[i][2]) for i in range(max(after, fn["lo"]), fn["hi"])
+			if toks[i][0] == "id" and toks[i][1] in self.direct and toks[i + 1][1] == "("
+			and toks[i - 1][1] not in ("->", ".")]
 
 	def callers(self, files, fv, fname):
 		"""(FileView, function, token index, argument texts) of the calls
@@ -636,15 +651,17 @@ class WakeCov:
 		for ikey in sorted(ins):
 			pred = single[2] if single and single[0] == ikey else None
 			ifiles = self.files_for(ikey, fv.rel)
-			for w in self.writers(ifiles, ikey, ikey.split(".")[-1], pred):
+			for w in self.writers(ifiles, ikey, self.names_of(ikey)[-1], pred):
 				w["input"] = ikey
 				w["own"] = [wk for wk in wakers if wk["file"] == w["fv"].rel
 					    and wk["function"] == w["fn"]["name"] and wk["i"] > w["i"]]
+				w["direct"] = self.direct_in(w["fv"], w["fn"], w["i"])
 				w["calls"] = []
 				for v3, fn3, ci, args in self.callers(sorted(set(ifiles) | set(qfiles)), w["fv"], w["fn"]["name"]):
 					after = [wk for wk in wakers if wk["file"] == v3.rel and wk["function"] == fn3["name"]
 						 and wk["i"] > ci]
 					w["calls"].append((v3, fn3, args, after))
+					w["direct"] += self.direct_in(v3, fn3, ci)
 				w["woken_by"] = w["own"] + [wk for c in w["calls"] for wk in c[3]]
 				writers.append(w)
 		rec = {
@@ -656,13 +673,14 @@ class WakeCov:
 			"writers": sorted(({"at": "%s:%d" % (w["fv"].rel, w["line"]), "function": w["fn"]["name"],
 					    "write": w["write"], "input": w["input"], "makes_true": w["makes_true"],
 					    "woken_by": sorted(set(wk["at"] for wk in w["woken_by"]), key=at_key),
+					    "direct": sorted(set(w["direct"]), key=at_key),
 					    "right_mode": (any(wk["wakes"] is not False for wk in w["woken_by"])
 							   if w["woken_by"] else None)} for w in writers),
 					  key=lambda x: (at_key(x["at"]), x["write"], x["input"])),
 			"polls": None,
 		}
 		return rec, {"single": single, "writers": writers, "state": state, "task_state": task_state,
-			     "queue": queue, "wait": (fv, fn)}
+			     "queue": queue, "wait": (fv, fn), "wakers": wakers}
 
 	def missed(self, f, info):
 		"""The missed wakeup findings of finding f's wait (module doc)."""
@@ -676,18 +694,18 @@ class WakeCov:
 		q = info["queue"].lstrip("&").strip()
 		out = []
 		for w in info["writers"]:
-			if w["makes_true"] is not True or (w["fv"] is wfv and w["fn"] is wfn):
-				continue
+			if w["makes_true"] is not True or (w["fv"] is wfv and w["fn"] is wfn) or w["direct"]:
+				continue	# (a direct wakeup after the write may be the waiter's)
 			head = "%s() %s %s, which ends the %s() in %s() on line %d, but " % (
 				w["fn"]["name"], verb, shown, f["primitive"], f["function"], f["line"])
 			wk = w["woken_by"]
 			if wk and all(x["wakes"] is False for x in wk):
 				calls = sorted(set(x["call"] + "()" for x in wk))
 				msg = "wakes it only with %s, which does not wake %s" % (" or ".join(calls), info["task_state"])
-				out.append(self.finding(f, w, "wrong_mode", head + msg, wk[0]))
+				out.append(self.finding(f, w, "wrong_mode", head + msg, wk[0], info))
 				continue
 			if not wk:
-				out.append(self.finding(f, w, "unwoken", head + "neither it nor a caller wakes %s" % q, None))
+				out.append(self.finding(f, w, "unwoken", head + "neither it nor a caller wakes %s" % q, None, info))
 				continue
 			if any(not x["guard"] for x in w["own"]) or any(c[3] for c in w["calls"]):
 				continue
@@ -699,13 +717,15 @@ class WakeCov:
 				if a in ("true", "1") or re.match(r"^[1-9]\d*$", a):
 					continue
 				msg = "wakes %s only if %s, which %s() passes as %s" % (q, g, fn3["name"], a)
-				out.append(self.finding(f, w, "guarded", head + msg, w["own"][0]))
+				out.append(self.finding(f, w, "guarded", head + msg, w["own"][0], info))
 				break
 		return out
 
-	def finding(self, f, w, how, msg, waker):
+	def finding(self, f, w, how, msg, waker, info):
 		"""A missed_wakeup finding (findings.json record) at writer w of
-		the wait of finding f."""
+		the wait of finding f; "wait": what its changelog quotes (the
+		waiter, its state and queue, the waker found after the write, and
+		the other wakeups of the queue that wake the waiter's state)."""
 		from nestsleep.analysis.report import fingerprint
 		rel, line = w["fv"].rel, w["line"]
 		col, colend = w["fv"].line_cols(line, w["write"])
@@ -724,6 +744,12 @@ class WakeCov:
 				   "effect": "silent", "confidence": "medium"}],
 			"message": "WARNING: missed wakeup: %s [confidence: medium]" % msg,
 			"after_loop": None, "blocks": False, "missed": how, "wait_at": "%s:%d" % (f["file"], f["line"]),
+			"wait": {"function": f["function"], "primitive": f["primitive"], "state": info["task_state"],
+				 "queue": info["queue"], "waker_at": waker["at"] if waker else None,
+				 "others": sorted(({"at": wk["at"], "function": wk["function"], "call": wk["call"]}
+						   for wk in info["wakers"] if wk["wakes"] is not False
+						   and wk["function"] != w["fn"]["name"]),
+						  key=lambda x: (at_key(x["at"]), x["call"]))},
 		}
 
 

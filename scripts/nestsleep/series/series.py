@@ -54,6 +54,9 @@ from nestsleep.common import UserError, sha1
 from nestsleep.knowledge import Knowledge
 
 RULE = "cocci/nested_sleep.cocci"
+MISSED_RULE = "cocci/fix_missed_wakeup.cocci"
+MISSED_FOUND = ("Found by nestsleep, a Coccinelle check that compares the writers of a wait's condition with the "
+		"wakeups of its queue.")
 LWN = "https://lwn.net/Articles/628628/"
 WOKEN_FORM = 'the wait_woken() form that "sched/wait: Provide infrastructure to deal with nested blocking" added'
 # with a git KDIR the commit is cited by id, as submitting-patches.rst asks;
@@ -380,9 +383,10 @@ def select(findings, labels, lpath, confidence):
 			others.append((f, fx["reason"]))
 			continue
 		why = None
-		if f.get("blocks") is False:
+		if f.get("blocks") is False and f.get("kind") != "missed_wakeup":
 			# drbd_alloc_pages(): the rewrite would only silence a debug
-			# check, and its changelog could not name a sleep
+			# check, and its changelog could not name a sleep (a missed
+			# wakeup has no sleeping chain: its fix is the wakeup)
 			why = ("its chain ends in might_sleep() in %s(), and nothing on it is known to block: the only "
 			       "effect is the CONFIG_DEBUG_ATOMIC_SLEEP warning, a debug check, not a nested sleep" % (
 				       f["chain"][-2] if len(f["chain"]) > 1 else f["function"]))
@@ -825,9 +829,66 @@ def without_poll_reason(reason):
 	return re.sub(r";\s*" + POLL_REASON.pattern, "", reason)
 
 
+def tree_lines(kdir, rel, first, last):
+	"""Lines first..last (1-based) of KDIR/rel, or []."""
+	try:
+		with open(os.path.join(kdir, rel), errors="replace") as f:
+			return f.read().split("\n")[first - 1:last]
+	except OSError:
+		return []
+
+
+def quoted(lines):
+	"""Code lines as a changelog quotes them: the indentation they share
+	becomes one tab."""
+	lead = min((len(x) - len(x.lstrip("\t")) for x in lines if x.strip()), default=0)
+	return "\n".join("\t" + x[lead:].rstrip() if x.strip() else "" for x in lines)
+
+
+def missed_changelog(kdir, f):
+	"""The paragraphs of a missed wakeup's patch (analysis/wakecov.py):
+	the wait, the write that ends it and the wakeup that does not wake it
+	(both quoted from the tree: they are what shows the missed wakeup),
+	the other wakeups of the queue, and the fix."""
+	w = f["wait"]
+	wrel, _, wln = f["wait_at"].rpartition(":")
+	paras = ["%s() waits in %s on %s:\n\n%s" % (w["function"], w["state"], w["queue"],
+						     quoted(tree_lines(kdir, wrel, int(wln), int(wln))))]
+	what = re.sub(r"^WARNING: missed wakeup: |\s*\[confidence: \w+\]$", "", f["message"])
+	what = re.sub(r", which ends the \w+\(\) in \w+\(\) on line \d+,", ", which ends that wait,", what)
+	last = int(w["waker_at"].rpartition(":")[2]) if w.get("waker_at") else f["line"]
+	if w.get("waker_at", "").rpartition(":")[0] != f["file"] or not 0 <= last - f["line"] <= 8:
+		last = f["line"]
+	paras.append(wrap(what + ":") + "\n\n" + quoted(tree_lines(kdir, f["file"], f["line"], last)))
+	files, others = {}, []
+	for o in w.get("others") or []:
+		call = waker_call(kdir, o["at"], w["queue"], files)
+		if call:
+			others.append((call, o["at"], o["function"]))
+	verb = re.match(r"\w+\(\) (\w+) ", what)
+	head = "The waiter is not woken when %s() %s it: " % (f["function"], verb.group(1) if verb else "changes")
+	if others:
+		named = ["%s%s (%s)" % (c, " in %s()" % fn if fn else "", at) for c, at, fn in others[:MAX_WAKERS]]
+		head += "it sleeps on until another wakeup of %s that wakes %s, such as %s." % (
+			w["queue"], w["state"], ", or ".join(named))
+	else:
+		head += "no other wakeup of %s that wakes %s was found, so it may sleep on for good." % (
+			w["queue"], w["state"])
+	paras.append(wrap(head))
+	paras.append(wrap("Fix the wakeup: %s." % f["fix"]["reason"].rstrip(".")))
+	return paras
+
+
 def changelog(kdir, group, table, records, signoff, tags, git=False):
 	"""The commit message body of one patch (a group of units)."""
 	paras = []
+	if all(f.get("kind") == "missed_wakeup" for name, fs in group for f in fs):
+		for name, fs in group:
+			paras += missed_changelog(kdir, fs[0])
+		cav = list(dict.fromkeys(noline(capital(c)) for name, fs in group for c in fs[0]["fix"]["caveats"]))
+		if cav:
+			paras.append("\n".join(wrap("- " + c.rstrip(".") + ".").replace("\n", "\n  ") for c in cav))
+		return closing(paras, group, records, signoff, tags, MISSED_FOUND, MISSED_RULE)
 	many = len(group) > 1
 	if many:
 		paras += group_problem(kdir, group, table)
@@ -871,12 +932,17 @@ def changelog(kdir, group, table, records, signoff, tags, git=False):
 		items = cav[0][1]
 	if items:
 		paras.append("\n".join(wrap("- " + c.rstrip(".") + ".").replace("\n", "\n  ") for c in items))
+	return closing(paras, group, records, signoff, tags)
+
+
+def closing(paras, group, records, signoff, tags, found=None, rule=RULE):
+	"""paras with how it was found, how it was tested and the trailers."""
 	# the tool's confidence is in the cover letter, not in the commit
-	paras.append(wrap("Found by nestsleep, a Coccinelle check (%s) that follows the calls in wait conditions "
-			  "and wait loops across the tree; see %s for the background." % (RULE, LWN)))
+	paras.append(wrap(found or "Found by nestsleep, a Coccinelle check (%s) that follows the calls in wait "
+			  "conditions and wait loops across the tree; see %s for the background." % (RULE, LWN)))
 	paras.append(wrap(tested_paragraph(group_fps(group), records)))
 	trailers = ["Fixes: " + t for t in tags]
-	trailers.append("Generated by: " + RULE)
+	trailers.append("Generated by: " + rule)
 	if signoff:
 		trailers.append("Signed-off-by: " + signoff)
 	return "\n\n".join(paras) + "\n\n" + "\n".join(trailers) + "\n"
@@ -1344,7 +1410,9 @@ def subject_core(prefix, group):
 		if fs[0]["function"] not in funcs:
 			funcs.append(fs[0]["function"])
 	if len(funcs) == 1:
-		return "%s fix nested sleep in %s()" % (prefix, funcs[0])
+		what = "missed wakeup" if all(f.get("kind") == "missed_wakeup" for n, fs in group for f in fs) else \
+			"nested sleep"
+		return "%s fix %s in %s()" % (prefix, what, funcs[0])
 	two = "%s fix nested sleeps in %s() and %s()" % (prefix, funcs[0], funcs[1])
 	if len(funcs) == 2 and len(two) <= 70:
 		return two
