@@ -79,8 +79,12 @@ def state_hex(kdir, expr):
 
 
 def warning(state):
-	"""The kernel's message, without the address and symbol it appends."""
-	return "do not call blocking ops when !TASK_RUNNING; state=%s set at ..." % (state or "?")
+	"""The kernel's message, without the address and symbol it appends;
+	without its state= part when the state is not known (never a
+	placeholder the kernel would not print)."""
+	if not state:
+		return "do not call blocking ops when !TASK_RUNNING"
+	return "do not call blocking ops when !TASK_RUNNING; state=%s set at ..." % state
 
 
 def effect_text(shape, how, state, observed=None, blocks=True):

@@ -439,18 +439,30 @@ def task_state(name):
 
 
 def loop_state(kdir, f):
-	"""The TASK_* expression an open-coded loop sets, from its source line."""
+	"""The TASK_* expression an open-coded loop sets, from the call that
+	starts on its source line (or the next one); the call's arguments may
+	run over several lines (prepare_to_wait(&q, &w,\n\t\tTASK_...))."""
 	try:
 		with open(os.path.join(kdir, f["file"]), errors="replace") as fp:
 			lines = fp.read().splitlines()
 	except OSError:
 		return None
-	for ln in lines[max(0, f["line"] - 1):f["line"] + 1]:
-		m = re.search(r"(?:set_current_state|prepare_to_wait\w*)\s*\((.*)\)", ln)
-		if m:
-			parts = [p.strip() for p in m.group(1).split(",")]
-			if parts and parts[-1].startswith("TASK_"):
-				return parts[-1]
+	for i in range(max(0, f["line"] - 1), min(len(lines), f["line"] + 1)):
+		m = re.search(r"(?:set_current_state|prepare_to_wait\w*)\s*\(", lines[i])
+		if not m:
+			continue
+		text = "\n".join([lines[i][m.end():]] + lines[i + 1:i + 8])
+		depth, end = 1, None
+		for k, ch in enumerate(text):
+			depth += {"(": 1, ")": -1}.get(ch, 0)
+			if depth == 0:
+				end = k
+				break
+		if end is None:
+			return None
+		parts = [" ".join(p.split()) for p in text[:end].split(",")]
+		if parts and parts[-1].startswith("TASK_"):
+			return parts[-1]
 	return None
 
 
@@ -581,8 +593,9 @@ def effect_paragraphs(effs, records):
 		block = effect.splat_block(obs)
 		tail = ""
 		if obs and how == "warns" and unseen:
-			tail = (" With CONFIG_DEBUG_ATOMIC_SLEEP=y the waits of %s warn the same way (state=%s); no boot "
-				"has printed that here." % (", ".join("%s()" % x for x in unseen), st or "?"))
+			tail = (" With CONFIG_DEBUG_ATOMIC_SLEEP=y the waits of %s warn the same way%s; no boot "
+				"has printed that here." % (", ".join("%s()" % x for x in unseen),
+							    " (state=%s)" % st if st else ""))
 		if block:
 			out.append(wrap(t) + "\n\n" + block + ("\n\n" + wrap(tail.strip()) if tail else ""))
 		else:
