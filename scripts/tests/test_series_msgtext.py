@@ -52,5 +52,28 @@ class LoopStateTest(unittest.TestCase):
 		self.assertIn("CONFIG_DEBUG_ATOMIC_SLEEP=y", t)
 
 
+class SameSubjectTest(unittest.TestCase):
+	@staticmethod
+	def group(func, file):
+		return [("%s:%s" % (file, func), [{"function": func, "primitive": "wait_event_interruptible",
+						   "shape": "wait_event", "role": "cond", "file": file}])]
+
+	def test_same_function_in_two_files(self):
+		gs = [self.group("fops_read", "drivers/media/pci/saa7164/saa7164-encoder.c"),
+		      self.group("fops_read", "drivers/media/pci/saa7164/saa7164-vbi.c"),
+		      self.group("other_read", "drivers/media/pci/saa7164/saa7164-vbi.c")]
+		subs = fixes.series_subjects(["media: saa7164:"] * 3, gs)
+		self.assertEqual(subs, ["media: saa7164: fix nested sleep in fops_read() of saa7164-encoder.c",
+					"media: saa7164: fix nested sleep in fops_read() of saa7164-vbi.c",
+					"media: saa7164: fix nested sleep in other_read()"])
+		self.assertTrue(all(len(x) <= 75 for x in subs))
+
+	def test_too_long_names_the_file_only(self):
+		f = "drivers/x/long_driver_file.c"
+		gs = [self.group("a_rather_long_read_function_name", f), self.group("a_rather_long_read_function_name", f)]
+		subs = fixes.series_subjects(["staging: something:"] * 2, gs)
+		self.assertEqual(subs, ["staging: something: fix nested sleep in long_driver_file.c"] * 2)
+
+
 if __name__ == "__main__":
 	unittest.main()

@@ -1441,6 +1441,26 @@ def subject_core(prefix, group):
 	return "%s fix nested sleeps in %s" % (prefix, what)
 
 
+SUBJECT_MAX = 75	# checkpatch's commit-log width; a subject line is read in it too
+
+
+def series_subjects(prefixes, groups):
+	"""The subjects of one series' patches, in order: two patches with the
+	same subject (one function name in two files) say their file, as
+	"... in fops_read() of saa7164-vbi.c", or only the file when that is
+	longer than SUBJECT_MAX."""
+	subs = [subject_core(p, g) for p, g in zip(prefixes, groups)]
+	count = collections.Counter(subs)
+	out = []
+	for sub, p, g in zip(subs, prefixes, groups):
+		if count[sub] > 1:
+			base = os.path.basename(g[0][1][0]["file"])
+			sub = "%s of %s" % (sub, base) if len(sub) + 4 + len(base) <= SUBJECT_MAX else \
+				"%s fix nested sleep%s in %s" % (p, "s" if len(g) > 1 else "", base)
+		out.append(sub)
+	return out
+
+
 # ---------------------------------------------------------------------------
 
 def load_findings(a):
@@ -1559,15 +1579,14 @@ def make_series(a, kdir, tid, series, others, records, table, signoff, author, l
 		repo.git("checkout", "-q", "-B", "series-%d" % si, base)
 		sfiles = []
 		entries = []
-		for g in s["groups"]:
+		prefixes = [git_prefix(kdir, g[0][1][0]["file"]) or path_prefix(g[0][1][0]["file"]) for g in s["groups"]]
+		for g, core in zip(s["groups"], series_subjects(prefixes, s["groups"])):
 			f0 = g[0][1][0]
 			gfiles = []
 			for name, fs in g:
 				for rel in fs[0]["fix"]["files"]:
 					if rel not in gfiles:
 						gfiles.append(rel)
-			prefix = git_prefix(kdir, f0["file"]) or path_prefix(f0["file"])
-			core = subject_core(prefix, g)
 			tags = []
 			for name, fs in g:
 				t = fixes_tag(kdir, {"findings": fs})
