@@ -172,7 +172,16 @@ class FixtureSeries(unittest.TestCase):
 		self.assertIn(re.sub(r"\s+", " ", ps[0]["tested_text"]), patch)
 		self.assertIn("the unpatched kernel warned", cover)
 		# the warning a boot printed is now quoted, and only that one
-		self.assertIn("recorded it as \"do not call blocking ops in sess_busy\"", patch)
+		self.assertIn("printed the warning \"do not call blocking ops in sess_busy\"", patch)
+		# the commit message says it in one sentence; the exerciser is below '---'
+		msg, below = patch.split(" --- ", 1)
+		n = len(ps[0]["fingerprints"])
+		self.assertIn("Found by nestsleep, a Coccinelle-based checker; reproduced in QEMU with "
+			      "CONFIG_DEBUG_ATOMIC_SLEEP=y, and the patched kernel no longer warns%s." % (
+				      " (1 of the %d nested sleeps); not compiled or boot-tested (%d of %d)" % (n, n - 1, n)
+				      if n > 1 else ""), msg)
+		self.assertNotIn("kernel-boot/", msg)
+		self.assertIn("kernel-boot/exercise/x.sh", below)
 		self.assertEqual(man["tests"][fp]["boot"]["baseline_hits"], ["do not call blocking ops in sess_busy"])
 		# checkpatch has not seen the new text: its record and the cover say so
 		self.assertEqual(ps[0]["checkpatch"]["status"], "not run")

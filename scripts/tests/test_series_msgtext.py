@@ -75,5 +75,67 @@ class SameSubjectTest(unittest.TestCase):
 		self.assertEqual(subs, ["staging: something: fix nested sleep in long_driver_file.c"] * 2)
 
 
+BUILT = {"status": "ok", "how": "drivers/char/hpet.o in x86_64 allmodconfig (CONFIG_WERROR=y) compiled after patch 1"}
+BUILT_PPC = {"status": "ok", "how": "drivers/misc/ocxl/file.o in powerpc allmodconfig (CONFIG_WERROR=y, "
+	     "powerpc64-linux-gnu-gcc) compiled after patch 1"}
+BOOTED = {"status": "ok", "build": "ok", "boot": "ok", "exerciser": "kernel-boot/exercise/hpet.sh"}
+
+
+class FoundLineTest(unittest.TestCase):
+	"""How a patch was found and tested, in one sentence of the commit
+	message, from the test records; the details go below '---'."""
+
+	def line(self, *recs):
+		records = {"fp%d" % i: dict(r, function="f%d" % i) for i, r in enumerate(recs)}
+		return " ".join(fixes.found_line(list(records), records).split())
+
+	def test_reproduced_only_when_a_boot_warned(self):
+		self.assertEqual(self.line({"build": BUILT, "boot": dict(BOOTED, reproduced=True, warning_gone=True,
+									  baseline_hits=["x"])}),
+				 "Found by nestsleep, a Coccinelle-based checker; reproduced in QEMU with "
+				 "CONFIG_DEBUG_ATOMIC_SLEEP=y, and the patched kernel no longer warns.")
+		self.assertEqual(self.line({"build": BUILT, "boot": dict(BOOTED, exercised=True)}),
+				 "Found by nestsleep, a Coccinelle-based checker; exercised in QEMU with "
+				 "CONFIG_DEBUG_ATOMIC_SLEEP=y, where the unpatched kernel did not warn.")
+		self.assertEqual(self.line({"build": BUILT, "boot": dict(BOOTED)}),
+				 "Found by nestsleep, a Coccinelle-based checker; built and booted in QEMU, but the "
+				 "path was not exercised.")
+
+	def test_built_only(self):
+		stale = {"status": "not run", "build": "not run", "boot": "not run", "reason": fixes.STALE}
+		self.assertEqual(self.line({"build": BUILT, "boot": stale}),
+				 "Found by nestsleep, a Coccinelle-based checker; build-tested only (x86_64 allmodconfig).")
+		self.assertEqual(self.line({"build": BUILT_PPC, "boot": {"status": "config failed", "reason": "x"}}),
+				 "Found by nestsleep, a Coccinelle-based checker; build-tested only (powerpc "
+				 "allmodconfig).")
+		self.assertEqual(self.line({}), "Found by nestsleep, a Coccinelle-based checker; not compiled or "
+				 "boot-tested.")
+
+	def test_mixed_waits(self):
+		t = self.line({"build": BUILT, "boot": dict(BOOTED, reproduced=True)},
+			      {"build": BUILT, "boot": dict(BOOTED, reproduced=True)},
+			      {"build": BUILT, "boot": dict(BOOTED, exercised=True)})
+		self.assertEqual(t, "Found by nestsleep, a Coccinelle-based checker; reproduced in QEMU with "
+				 "CONFIG_DEBUG_ATOMIC_SLEEP=y (2 of the 3 nested sleeps); exercised in QEMU with "
+				 "CONFIG_DEBUG_ATOMIC_SLEEP=y, where the unpatched kernel did not warn (1 of 3).")
+
+	def test_no_tool_paths(self):
+		for recs in (({"build": BUILT, "boot": dict(BOOTED, reproduced=True)},), ({},)):
+			self.assertNotIn("/", self.line(*recs).replace("allmodconfig", ""))
+
+
+class BelowDashesTest(unittest.TestCase):
+	PATCH = ("From 1 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] x: fix\n\nBody.\n---\n"
+		 " drivers/x.c | 1 +\n 1 file changed\n\ndiff --git a/drivers/x.c b/drivers/x.c\n"
+		 "--- a/drivers/x.c\n+++ b/drivers/x.c\n@@ -1 +1 @@\n-a\n+b\n-- \n2.39.5\n")
+
+	def test_notes_go_after_the_dashes(self):
+		out = fixes.below_dashes(self.PATCH, "Tested with kernel-boot/exercise/x.sh.")
+		msg, rest = out.split("\n---\n", 1)
+		self.assertEqual(msg, "From 1 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] x: fix\n\nBody.")
+		self.assertTrue(rest.startswith("Tested with kernel-boot/exercise/x.sh.\n\n drivers/x.c | 1 +\n"), rest)
+		self.assertTrue(out.endswith(self.PATCH.split("\n---\n", 1)[1]))
+
+
 if __name__ == "__main__":
 	unittest.main()

@@ -114,13 +114,15 @@ def effect_text(shape, how, state, observed=None, blocks=True):
 			"pass, and busy-polls while the inner call keeps sleeping on each pass. The loop tests its "
 			"condition again on the next pass, so a wakeup that came during the inner sleep is not lost.")
 	if isinstance(observed, dict) and observed.get("splat"):
-		text += (" In QEMU (x86_64, CONFIG_DEBUG_ATOMIC_SLEEP=y), with %s driving the wait, the unpatched "
-			 "kernel printed this warning (trimmed%s):" % (
-				 observed["exerciser"], "; its first line wrapped" if splat_lines(observed)[1] else ""))
+		# the exerciser that drove the wait is named below the changelog's
+		# '---' (series.notes()): its path is not in the kernel tree
+		text += (" In QEMU (x86_64, CONFIG_DEBUG_ATOMIC_SLEEP=y), with a test driving the wait, "
+			 "the unpatched kernel printed this warning (trimmed%s):" % (
+				 "; its first line wrapped" if splat_lines(observed)[1] else ""))
 	elif how == "warns":
 		if observed:
-			text += (" A boot of the unpatched kernel with CONFIG_DEBUG_ATOMIC_SLEEP=y printed the warning; "
-				 "make boottest recorded it as \"%s\"." % observed)
+			text += (" A boot of the unpatched kernel with CONFIG_DEBUG_ATOMIC_SLEEP=y printed the warning "
+				 "\"%s\"." % observed)
 		else:
 			text += (" With CONFIG_DEBUG_ATOMIC_SLEEP=y this path warns (\"%s\" from __might_sleep()); "
 				 "no boot has printed it here." % warning(state))
