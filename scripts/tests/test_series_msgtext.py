@@ -9,7 +9,9 @@ import shutil
 import tempfile
 import unittest
 
+from nestsleep.series import effect
 from nestsleep.series import series as fixes
+from nestsleep.series import passes
 
 
 def tree(files):
@@ -135,6 +137,89 @@ class BelowDashesTest(unittest.TestCase):
 		self.assertEqual(msg, "From 1 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] x: fix\n\nBody.")
 		self.assertTrue(rest.startswith("Tested with kernel-boot/exercise/x.sh.\n\n drivers/x.c | 1 +\n"), rest)
 		self.assertTrue(out.endswith(self.PATCH.split("\n---\n", 1)[1]))
+
+
+# the shape of drivers/macintosh/via-pmu.c:2172 pmu_read() (6.1), and near
+# misses: the state set again on each pass, a fault that ends the loop, a
+# call with no guard on the value the loop tests
+PMU = """static ssize_t x_read(struct file *file, char __user *buf, size_t count)
+{
+	int ret = 0;
+
+	add_wait_queue(&pp->wait, &wait);
+	set_current_state(TASK_INTERRUPTIBLE);
+
+	for (;;) {
+		ret = -EAGAIN;
+		if (pp->rb_get != pp->rb_put) {
+			ret = rp->len;
+			if (ret > count)
+				ret = count;
+			if (ret > 0 && copy_to_user(buf, rp->data, ret))
+				ret = -EFAULT;
+			pp->rb_get = i;
+		}
+		if (ret >= 0)
+			break;
+		if (signal_pending(current))
+			break;
+		schedule();
+	}
+	__set_current_state(TASK_RUNNING);
+	return ret;
+}
+"""
+
+
+def pmu_variant(old, new):
+	assert old in PMU
+	return PMU.replace(old, new)
+
+
+class FaultSpinTest(unittest.TestCase):
+	CASES = {
+		"x.c": (PMU, True),
+		# set on each pass: a fault that slept is followed by a set state
+		"reset.c": (pmu_variant("\t\tret = -EAGAIN;\n", "\t\tset_current_state(TASK_INTERRUPTIBLE);\n"
+					"\t\tret = -EAGAIN;\n").replace("\tset_current_state(TASK_INTERRUPTIBLE);\n\n", "\n"),
+			    False),
+		# the fault leaves the loop
+		"leaves.c": (pmu_variant("if (ret >= 0)\n\t\t\tbreak;", "if (ret != -EAGAIN)\n\t\t\tbreak;"), False),
+		# no guard: success is not shown to leave the loop
+		"noguard.c": (pmu_variant("ret > 0 && copy_to_user", "copy_to_user"), False),
+		# ret written again between the call and the test
+		"rewrite.c": (pmu_variant("\t\t\tpp->rb_get = i;\n", "\t\t\tret = 0;\n"), False),
+	}
+
+	def setUp(self):
+		self.kdir = tree({"drivers/x/" + k: v[0] for k, v in self.CASES.items()})
+		self.addCleanup(shutil.rmtree, self.kdir)
+
+	def finding(self, name):
+		lines = self.CASES[name][0].splitlines()
+		return {"file": "drivers/x/" + name, "function": "x_read", "shape": "set_current_state",
+			"primitive": "set_current_state", "call": "copy_to_user",
+			"line": 1 + next(i for i, l in enumerate(lines) if "set_current_state(TASK_INTERRUPTIBLE)" in l),
+			"call_line": 1 + next(i for i, l in enumerate(lines) if "copy_to_user(" in l)}
+
+	def test_shape(self):
+		for name, (text, want) in self.CASES.items():
+			got = passes.fault_spin(self.kdir, self.finding(name))
+			self.assertEqual(bool(got), want, (name, got))
+		self.assertEqual(passes.fault_spin(self.kdir, self.finding("x.c")),
+				 {"call": "copy_to_user", "var": "ret", "fail": "-EFAULT", "exit": "ret >= 0",
+				  "set": "set_current_state"})
+
+	def test_text(self):
+		info = passes.fault_spin(self.kdir, self.finding("x.c"))
+		t = " ".join(effect.effect_text("set_current_state", "warns", "1", None, passes=info).split())
+		self.assertIn("copy_to_user() runs on the pass that ends the wait", t)
+		self.assertIn("-EFAULT does not end the loop", t)
+		self.assertIn("set_current_state() sets the task state only before the loop", t)
+		self.assertIn("spins", t)
+		self.assertNotIn("On a pass that does not end the wait", t)
+		from test_claims import unquoted
+		self.assertEqual(unquoted(t, "fault_spin"), [])
 
 
 if __name__ == "__main__":

@@ -12,7 +12,10 @@ and a warning quoted only when a boot printed it.
   its condition again, so a wakeup that came during the inner sleep is
   not lost.  On a pass that ends the wait there is no extra pass either,
   only the warning.  The text is conditional because the finding does not
-  say on which passes the call runs.
+  say on which passes the call runs, except where the code shape says it
+  (series/passes.py): a call on the pass that ends the wait whose failure
+  value does not leave a loop that sets the state only before its first
+  pass spins after a failure that slept.
 
 A wakeup cannot be lost unless code sets the state and sleeps without
 testing the condition again; no shape here shows that, so no text here
@@ -87,12 +90,26 @@ def warning(state):
 	return "do not call blocking ops when !TASK_RUNNING; state=%s set at ..." % state
 
 
-def effect_text(shape, how, state, observed=None, blocks=True):
+def fault_spin_text(p):
+	"""The effect for the shape of series/passes.py's fault_spin()."""
+	return ("When the inner call sleeps, it returns with the task in TASK_RUNNING. %(call)s() runs on the "
+		"pass that ends the wait: when it succeeds, %(var)s stays above 0 and the loop's exit test "
+		"(%(exit)s) ends the loop, so if it sleeps there the wait is over anyway. When it fails, it sets "
+		"%(var)s to %(fail)s, and %(fail)s does not end the loop, while %(set)s() sets the task state only "
+		"before the loop, not on each pass: after a failure that slept, the task stays in TASK_RUNNING, "
+		"every later schedule() in the loop returns at once, and the loop spins until it ends another "
+		"way. The loop tests its condition on each pass, so no wakeup is lost." % p)
+
+
+def effect_text(shape, how, state, observed=None, blocks=True, passes=None):
 	"""The effect of the nested sleep for a wait of this shape; how is the
 	finding's effect ('warns' when the inner sleep goes through
 	might_sleep(), else 'silent'); observed is a warning a boot printed;
-	blocks is False when the chain only reaches might_sleep() itself."""
-	if not blocks:
+	blocks is False when the chain only reaches might_sleep() itself;
+	passes is series/passes.py's fault_spin() of an open-coded loop."""
+	if passes and blocks and shape in ("set_current_state", "prepare_to_wait"):
+		text = fault_spin_text(passes)
+	elif not blocks:
 		text = ("Nothing on the chain is known to block: it ends in might_sleep(), which checks the task "
 			"state and warns, and at most lets the task be preempted with its state kept. No wakeup is "
 			"lost and nothing polls; the effect is the warning.")

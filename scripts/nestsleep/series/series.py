@@ -47,6 +47,7 @@ import tempfile
 from nestsleep.analysis import pipeline
 from nestsleep import TOP, ktree
 from nestsleep.series import effect
+from nestsleep.series import passes
 from nestsleep.series import reach
 from nestsleep.series.reach import reached_sentences
 from nestsleep.triage import treeid
@@ -549,9 +550,15 @@ def effect_inputs(kdir, fs, table):
 	"""What the effect paragraph of one function depends on, besides the
 	test records: kept in series.json so that retest can rewrite it."""
 	_, hexs = finding_state(kdir, fs[0], table)
-	return {"shape": "after_loop" if fs[0].get("after_loop") else fs[0]["shape"],
-		"how": "warns" if any(x["effect"] == "warns" for x in fs) else "silent",
-		"state": hexs, "fingerprints": [x["fingerprint"] for x in fs]}
+	out = {"shape": "after_loop" if fs[0].get("after_loop") else fs[0]["shape"],
+	       "how": "warns" if any(x["effect"] == "warns" for x in fs) else "silent",
+	       "state": hexs, "fingerprints": [x["fingerprint"] for x in fs]}
+	if out["shape"] in ("set_current_state", "prepare_to_wait"):
+		# only when every nested call of the function has that shape
+		ps = [passes.fault_spin(kdir, x) for x in fs]
+		if ps and all(ps) and all(p == ps[0] for p in ps):
+			out["passes"] = ps[0]
+	return out
 
 
 def observed_warning(fps, records):
@@ -575,16 +582,16 @@ def effect_paragraphs(effs, records):
 	shape are named together."""
 	byshape = collections.OrderedDict()
 	for e in effs:
-		k = (e["shape"], e["how"])
-		d = byshape.setdefault(k, {"states": [], "fps": []})
+		k = (e["shape"], e["how"], json.dumps(e.get("passes"), sort_keys=True))
+		d = byshape.setdefault(k, {"states": [], "fps": [], "passes": e.get("passes")})
 		if e["state"] and e["state"] not in d["states"]:
 			d["states"].append(e["state"])
 		d["fps"] += e["fingerprints"]
 	out = []
-	for (shape, how), d in byshape.items():
+	for (shape, how, _), d in byshape.items():
 		st = " or state=".join(d["states"]) if d["states"] else None
 		obs = observed_warning(d["fps"], records)
-		t = effect.effect_text(shape, how, st, obs)
+		t = effect.effect_text(shape, how, st, obs, passes=d["passes"])
 		unseen = [fn for fn in dict.fromkeys((records.get(fp) or {}).get("function") for fp in d["fps"])
 			  if fn and not observed_warning([fp for fp in d["fps"] if (records.get(fp) or {}).get("function") == fn],
 							 records)]
