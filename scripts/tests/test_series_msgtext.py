@@ -6,12 +6,16 @@ the file when two patches of a series would share one."""
 
 import os
 import shutil
+import sys
 import tempfile
 import unittest
 
 from nestsleep.series import effect
 from nestsleep.series import series as fixes
 from nestsleep.series import passes
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_claims import unquoted  # noqa: E402
 
 
 def tree(files):
@@ -218,7 +222,6 @@ class FaultSpinTest(unittest.TestCase):
 		self.assertIn("set_current_state() sets the task state only before the loop", t)
 		self.assertIn("spins", t)
 		self.assertNotIn("On a pass that does not end the wait", t)
-		from test_claims import unquoted
 		self.assertEqual(unquoted(t, "fault_spin"), [])
 
 
