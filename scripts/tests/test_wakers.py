@@ -181,6 +181,28 @@ class Rule(unittest.TestCase):
 		why, _ = self.fix("#define RUN(fn) start_thread(fn)\nvoid go(void) { RUN(dev_thread); }\n")
 		self.assertIn("dev_thread() is passed to RUN()", why or "")
 
+	def test_same_name_variable_passed_to_macro_is_not_the_function(self):
+		# dev_thread() is static in dev.c: in waker.c the name is a
+		# parameter handed to a logging macro (a value, not the function),
+		# and a member of that name read inside a macro argument is a
+		# field, not the function either
+		other = "#define LOG(fmt, ...) printk(fmt, __VA_ARGS__)\n" \
+			"void note(int slot, int dev_thread)\n{\n\tLOG(\"%d %d\", slot, dev_thread);\n}\n" \
+			"void peek(struct other *o)\n{\n\tLOG(\"%p\", o->\n\t\tdev_thread);\n}\n"
+		why, u = self.fix("void start(struct dev *d) { d->task = kthread_run(dev_thread, d, \"d\"); }\n", other)
+		self.assertIsNone(why)
+		# the same name in the file that defines the static function, as a
+		# parameter of another function, is not the function either
+		why, u = self.fix("void start(struct dev *d) { d->task = kthread_run(dev_thread, d, \"d\"); }\n"
+				  "void note(int dev_thread) { LOG2(\"%d\", dev_thread); }\n")
+		self.assertIsNone(why)
+		why, u = self.fix("void start(struct dev *d) { d->task = kthread_run(dev_thread, d, \"d\"); }\n"
+				  "void peek(struct other *o) { LOG2(\"%p\", o->\n\t\tdev_thread); }\n")
+		self.assertIsNone(why)
+		# while the function itself handed to an unknown macro still refuses
+		why, _ = self.fix("#define RUN(fn) start_thread(fn)\nvoid go(void) { RUN(dev_thread); }\n")
+		self.assertIn("dev_thread() is passed to RUN()", why or "")
+
 	def test_function_pointer_to_registrar_or_table_macro(self):
 		why, u = self.fix("void go(struct work_struct *w) { INIT_WORK(w, dev_thread); }\n")
 		self.assertIsNone(why)

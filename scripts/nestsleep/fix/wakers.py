@@ -379,24 +379,7 @@ class WakerRule:
 						continue
 					self.follow_value(th, r, cm.start(), pc + 1, "%s(%s)" % (cm.group(1), name),
 							  cm.group(1) in self.started)
-		# an ancestor whose address goes to a call the rule does not know
-		# may run as a thread whose task is woken directly
-		for name in names:
-			if th.refuse:
-				break
-			rx = re.compile(r"(?<![\w.>])%s\b(?!\s*\()" % re.escape(name))
-			for r in sorted(hits[name]):
-				ft = self.fx.text(r)
-				for am in rx.finditer(ft.m):
-					use = self.use_of(ft.m, am.start(), am.end())
-					if use[0] != "arg" or use[1] in self.creators or self.declares(use[1], use[2]):
-						continue        # a creator (followed above), a registrar, a table macro
-					th.refuse = "%s:%d: %s() is passed to %s(), which may run it as a thread whose task " \
-						    "is woken directly; the waker search does not follow it" % (
-							    r, ft.t.count("\n", 0, am.start()) + 1, name, use[1])
-					break
-				if th.refuse:
-					break
+		self.passed_as_thread(th, names, hits)
 		# stores of current in the ancestors
 		for r, f, _ in th.ancestors:
 			span = self.func_span(r, f)
@@ -407,6 +390,46 @@ class WakerRule:
 				p = span[1] + cm.start()
 				self.follow_current(th, r, f, p)
 		return th
+
+	def passed_as_thread(self, th, names, hits):
+		"""An ancestor whose address goes to a call the rule does not know
+		may run as a thread whose task is woken directly: set th.refuse.
+		Only a word that names the ancestor counts (names_function())."""
+		for name in names:
+			homes = [(r, f) for r, f, _ in th.ancestors if f == name]
+			rx = re.compile(r"(?<![\w.>])%s\b(?!\s*\()" % re.escape(name))
+			for r in sorted(hits[name]):
+				ft = self.fx.text(r)
+				for am in rx.finditer(ft.m):
+					if not self.names_function(r, am.start(), name, homes):
+						continue
+					use = self.use_of(ft.m, am.start(), am.end())
+					if use[0] != "arg" or use[1] in self.creators or self.declares(use[1], use[2]):
+						continue        # a creator (followed above), a registrar, a table macro
+					th.refuse = "%s:%d: %s() is passed to %s(), which may run it as a thread whose task " \
+						    "is woken directly; the waker search does not follow it" % (
+							    r, ft.t.count("\n", 0, am.start()) + 1, name, use[1])
+					return
+
+	def names_function(self, rel, pos, name, homes):
+		"""Whether the word name at pos in rel can be the function name of
+		homes [(file, name)]: not a member (x->name, x.name, split over
+		lines inside a macro argument), not a parameter or local of the
+		function around it (a value that shadows the function, C11 6.2.1),
+		and, when every definition in homes is static, in one of their
+		files (a static function has internal linkage: no other file can
+		name it, C11 6.2.2)."""
+		ft = self.fx.text(rel)
+		b = prev_nonspace(ft.m, pos)
+		if b >= 0 and (ft.m[b] == "." or ft.m[max(0, b - 1):b + 1] == "->"):
+			return False
+		func, _ = self.func_around(rel, pos)
+		if func and func != name and self.is_local(rel, func, name):
+			return False
+		defs = [(r, (self.facts.get(r)["functions"].get(f) or {})) for r, f in homes]
+		if defs and all(fn.get("static") for _, fn in defs):
+			return rel in set(r for r, _ in defs)
+		return True
 
 	def declares(self, callee, idx, depth=0):
 		"""Whether a function name passed as argument idx of callee only
