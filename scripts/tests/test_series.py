@@ -124,6 +124,67 @@ class WokenStopsTest(unittest.TestCase):
 			self.assertEqual(fixes.woken_stops(tmp), want)
 
 
+def woken_in_diff(patch_text):
+	"""Whether a patch's diff writes the wait_woken() form."""
+	diff = patch_text[patch_text.find("\ndiff --git"):]
+	return bool(re.search(r"^\+.*\b(?:wait_woken|woken_wake_function)\b", diff, re.M))
+
+
+class CoverKindTest(unittest.TestCase):
+	"""The cover letter says what each patch does from the patch's own fix
+	kind: a patch that only sets TASK_RUNNING back after the loop does not
+	rewrite the wait into the wait_woken() form."""
+
+	@staticmethod
+	def ent(kinds):
+		pats = [{"subject": "x: fix nested sleep in f%d()" % i, "confidence": "high", "kind": k,
+			 "fingerprints": ["f%d" % i], "checkpatch": {"status": "clean"}} for i, k in enumerate(kinds)]
+		return {"section": "X DRIVER", "patches": pats, "to": [], "cc": [],
+			"git_am": {"applied": len(kinds), "total": len(kinds)}}
+
+	@staticmethod
+	def manifest():
+		return {"git": False, "selection": "findings labelled true", "signoff": False, "tests": {},
+			"woken_stops": ["stopped", "kthread_should_stop()"]}
+
+	def test_restore_only_cover_does_not_claim_wait_woken(self):
+		t = fixes.cover_blurb(self.ent(["restore"]), [], self.manifest(), "linux-6.1.192")
+		self.assertNotIn("wait_woken", t)
+		self.assertIn("TASK_RUNNING", t)
+
+	def test_mixed_cover_names_the_patches_of_each_kind(self):
+		t = " ".join(fixes.cover_blurb(self.ent(["restore", "prepare_to_wait", "wait_event"]), [],
+					       self.manifest(), "linux-6.1.192").split())
+		self.assertRegex(t, r"Patch 1/3 sets the task state back to TASK_RUNNING")
+		self.assertRegex(t, r"Patches 2/3, 3/3 rewrite the wait into the wait_woken\(\) form")
+		self.assertRegex(t, r"One change patches 2/3, 3/3 make: wait_woken\(\)")
+		self.assertNotIn("Each patch", t)
+
+	def test_woken_only_cover_unchanged(self):
+		t = " ".join(fixes.cover_blurb(self.ent(["prepare_to_wait"]), [], self.manifest(),
+					       "linux-6.1.192").split())
+		self.assertIn("Each patch rewrites the wait into the wait_woken() form", t)
+		self.assertIn("One change every patch makes: wait_woken()", t)
+
+	def test_committed_covers_match_their_patches(self):
+		"""Each committed cover letter says wait_woken() of a patch only if
+		that patch's diff writes it."""
+		bad = []
+		for d in sorted(os.listdir(os.path.join(TOP, "reports", "fixes"))):
+			top = os.path.join(TOP, "reports", "fixes", d)
+			for sec in sorted(os.listdir(top)) if os.path.isdir(top) else []:
+				sd = os.path.join(top, sec)
+				if not os.path.isfile(os.path.join(sd, "0000-cover-letter.patch")):
+					continue
+				cover = " ".join(read(os.path.join(sd, "0000-cover-letter.patch")).split())
+				pats = sorted(p for p in os.listdir(sd) if p.endswith(".patch") and not p.startswith("0000-"))
+				woken = [woken_in_diff(read(os.path.join(sd, p))) for p in pats]
+				every = "Each patch rewrites the wait into" in cover or "One change every patch makes: wait_woken()" in cover
+				if (every and not all(woken)) or ("wait_woken" in cover and not any(woken)):
+					bad.append("%s/%s" % (d, sec))
+		self.assertEqual(bad, [])
+
+
 class SubjectTest(unittest.TestCase):
 	@staticmethod
 	def unit(func, prim="wait_event_killable", shape="wait_event", role="cond", file="drivers/mtd/spi-nor/core.c"):

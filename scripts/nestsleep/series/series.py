@@ -1802,12 +1802,50 @@ def woken_stops(kdir):
 	return None
 
 
+WOKEN_KINDS = ("wait_event", "prepare_to_wait", "set_current_state")
+
+
+def cover_kinds(ent):
+	"""Patch numbers (1-based) by what the patch does, from each patch's
+	own fix kind (its record in series.json): 'restore' only sets the
+	task state back to TASK_RUNNING after the loop, 'woken' rewrites the
+	wait into the wait_woken() form (fixer.kind_of()), 'other' anything
+	else, which the cover does not describe beyond its changelog."""
+	out = collections.OrderedDict()
+	for i, e in enumerate(ent["patches"], 1):
+		k = e.get("kind")
+		out.setdefault("restore" if k == "restore" else "woken" if k in WOKEN_KINDS else "other", []).append(i)
+	return out
+
+
+def patch_numbers(ix, n):
+	return "%s %s" % ("Patch" if len(ix) == 1 else "Patches", ", ".join("%d/%d" % (i, n) for i in ix))
+
+
+def cover_how(kinds, n, git):
+	"""The cover's sentence on what the patches do, one clause per kind."""
+	form = WOKEN_FORM_GIT if git else WOKEN_FORM
+	text = {"restore": ("sets the task state back to TASK_RUNNING as soon as the wait loop ends, before the "
+			    "call that may sleep, and leaves the wait itself as it is", "set"),
+		"woken": ("rewrites the wait into %s" % form, "rewrite"),
+		"other": ("changes the wait as its changelog says", "change")}
+	if len(kinds) == 1:
+		k = next(iter(kinds))
+		return "Each patch " + text[k][0]
+	parts = []
+	for k, ix in kinds.items():
+		verb = text[k][0] if len(ix) == 1 else text[k][1] + text[k][0][len(text[k][0].split()[0]):]
+		parts.append("%s %s" % (patch_numbers(ix, n), verb))
+	return ". ".join(parts)
+
+
 def cover_blurb(ent, ro, manifest, tid):
 	n = len(ent["patches"])
+	kinds = cover_kinds(ent)
 	paras = [wrap("This series fixes nested sleeps in the %s section of MAINTAINERS: in each, a function "
-		      "that may sleep is called while the task state is already set for an outer wait. Each "
-		      "patch rewrites the wait into %s; each changelog says what the nested sleep does for that "
-		      "shape of wait (%s)." % (ent["section"], WOKEN_FORM_GIT if manifest["git"] else WOKEN_FORM, LWN))]
+		      "that may sleep is called while the task state is already set for an outer wait. %s; each "
+		      "changelog says what the nested sleep does for that shape of wait (%s)." % (
+			      ent["section"], cover_how(kinds, n, manifest["git"]), LWN))]
 	items = []
 	for i, e in enumerate(ent["patches"], 1):
 		one = "  %d/%d %s (confidence: %s)" % (i, n, e["subject"], e["confidence"])
@@ -1819,8 +1857,10 @@ def cover_blurb(ent, ro, manifest, tid):
 			  "struct type, and it follows calls, not the conditions around them, so a chain can name a "
 			  "path that does not run while the state is set; each changelog says which chain it saw." % (
 				  RULE, manifest["selection"])))
-	if manifest.get("woken_stops"):
-		paras.append(wrap("One change every patch makes: wait_woken() does not sleep in a kthread that is "
+	if manifest.get("woken_stops") and kinds.get("woken"):
+		who = "every patch makes" if len(kinds["woken"]) == n else "%s make%s" % (
+			patch_numbers(kinds["woken"], n).lower(), "s" if len(kinds["woken"]) == 1 else "")
+		paras.append(wrap(("One change %s: wait_woken() does not sleep in a kthread that is " % who) +
 				  "being %s (it tests %s, kernel/sched/wait.c), so such a kthread waiting in one of "
 				  "these loops tests the condition again without sleeping until the condition holds, "
 				  "where the old wait slept between wakeups." % tuple(manifest["woken_stops"])))
