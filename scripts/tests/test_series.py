@@ -654,6 +654,127 @@ void baz_init(struct baz *b)
 			"No caller of unused_wait() was found in the tree; it may be called through a pointer."])
 
 
+class ReachedImplTest(unittest.TestCase):
+	"""An example caller must reach the sleep: when the sleeping chain goes
+	through a function pointer, the caller named is one from the file of
+	the implementation the chain resolved (tty_port_block_til_ready():
+	sdio_uart's uart_carrier_raised() sleeps, synclink_cs's and
+	amiserial's carrier_raised() do not)."""
+
+	FILES = {
+		"drivers/tty/port.c": """
+int port_block(struct port *port)
+{
+	return port->ops->carrier(port);
+}
+
+int port_open(struct port *port)
+{
+	return port_block(port);
+}
+""",
+		"include/linux/port.h": "int port_block(struct port *port);\nint port_open(struct port *port);\n",
+		"drivers/a/quiet.c": """
+#include <linux/port.h>
+static int quiet_carrier(struct port *port)
+{
+	return 1;
+}
+
+static int quiet_open(struct tty_struct *tty)
+{
+	return port_block(tty->port);
+}
+
+static const struct port_ops quiet_port_ops = { .carrier = quiet_carrier, };
+static const struct tty_operations quiet_ops = { .open = quiet_open, };
+""",
+		"drivers/b/sleepy.c": """
+#include <linux/port.h>
+static int sleepy_carrier(struct port *port)
+{
+	mutex_lock(&port->lock);
+	return 1;
+}
+
+static int sleepy_open(struct tty_struct *tty)
+{
+	return port_open(tty->port);
+}
+
+static const struct port_ops sleepy_port_ops = { .carrier = sleepy_carrier, };
+static const struct tty_operations sleepy_ops = { .open = sleepy_open, };
+""",
+	}
+	FINDING = {"file": "drivers/tty/port.c", "function": "port_block",
+		   "paths": [{"chain": ["port->ops->carrier=sleepy_carrier", "mutex_lock"],
+			      "chain_locs": ["drivers/tty/port.c:4", "drivers/b/sleepy.c:5"]}]}
+
+	@classmethod
+	def setUpClass(cls):
+		cls.tmp = tempfile.mkdtemp(prefix="nestsleep-reached-impl-")
+		for rel, text in cls.FILES.items():
+			os.makedirs(os.path.dirname(os.path.join(cls.tmp, rel)), exist_ok=True)
+			with open(os.path.join(cls.tmp, rel), "w") as f:
+				f.write(text)
+
+	@classmethod
+	def tearDownClass(cls):
+		shutil.rmtree(cls.tmp)
+
+	def test_unit_impls_from_the_chain(self):
+		self.assertEqual(fixes.unit_impls([self.FINDING]),
+				 [("port->ops->carrier", "sleepy_carrier", "drivers/b/sleepy.c")])
+
+	def test_example_caller_reaches_the_sleeping_implementation(self):
+		# without the implementation, the nearest entry is quiet_open()
+		self.assertIn("quiet_open()", reach.reached_text(self.tmp, "drivers/tty/port.c", "port_block"))
+		items = [("drivers/tty/port.c", "port_block", (), fixes.unit_impls([self.FINDING]))]
+		t = " ".join(" ".join(reach.reached_sentences(self.tmp, items)).split())
+		self.assertNotIn("quiet", t)
+		self.assertIn("port_block() is called from the .open member of sleepy_ops (struct tty_operations) in "
+			      "drivers/b/sleepy.c: sleepy_open() -> port_open() -> port_block()", t)
+		self.assertIn("port->ops->carrier is sleepy_carrier()", t)
+
+	def test_no_caller_from_the_implementation_file(self):
+		impl = [("port->ops->carrier", "lonely_carrier", "drivers/c/lonely.c")]
+		t = " ".join(reach.reached_sentences(self.tmp, [("drivers/tty/port.c", "port_block", (), impl)]))
+		self.assertNotIn("quiet", t)
+		self.assertIn("only through port->ops->carrier when it is lonely_carrier() (drivers/c/lonely.c)", t)
+
+
+class CommittedReachTest(unittest.TestCase):
+	def test_committed_example_callers_reach_the_implementation(self):
+		"""A committed changelog whose wait sleeps only through a function
+		pointer (unit_impls() of its findings) names an entry in the file of
+		that implementation, or says none was found."""
+		bad = []
+		for tid in sorted(os.listdir(os.path.join(TOP, "reports", "fixes"))):
+			man = os.path.join(TOP, "reports", "fixes", tid, "series.json")
+			fnd = os.path.join(TOP, "reports", tid, "findings.json")
+			if not (os.path.isfile(man) and os.path.isfile(fnd)):
+				continue
+			found = read_json(fnd)
+			byfp = {f["fingerprint"]: f for f in (found["findings"] if isinstance(found, dict) else found)}
+			for ser in read_json(man)["series"]:
+				for e in ser["patches"]:
+					text = " ".join(read(os.path.join(TOP, "reports", "fixes", tid, e["patch"])).split())
+					units = {}
+					for fp in e["fingerprints"]:
+						if fp in byfp:
+							units.setdefault((byfp[fp]["file"], byfp[fp]["function"]), []).append(byfp[fp])
+					for (rel, func), fs in units.items():
+						impls = fixes.unit_impls(fs)
+						if not impls or "%s() sleeps here only through" % func in text:
+							continue
+						m = re.search(r"\b%s\(\) is (?:called from|named|assigned) (.*?): " % re.escape(func), text)
+						where = re.search(r" in (\S+\.[ch])$", m.group(1)) if m else None
+						at = where.group(1) if where else rel
+						if m is None or at not in set(x[2] for x in impls):
+							bad.append("%s %s(): %s" % (tid, func, m.group(0) if m else "no entry sentence"))
+		self.assertEqual(bad, [])
+
+
 class SeriesTest(unittest.TestCase):
 	"""make fixes on a small tree: the set_current_state fixture."""
 

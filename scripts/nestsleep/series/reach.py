@@ -439,12 +439,16 @@ def _may_pass(kdir, rel, code, pos, needs, nparams=None):
 	return True
 
 
-def _reach(kdir, rel, func, depth, needs=()):
+def _reach(kdir, rel, func, depth, needs=(), homes=()):
 	"""Breadth-first over the callers: a node is (function, its file, the
 	functions from its callee down to func, whether a call on the way
 	follows a label).  At the first level with an entry, the entry of the
 	best kind wins, and among those one reached without a call after a
-	label (an error exit of a probe) is preferred."""
+	label (an error exit of a probe) is preferred.  homes: when the sleep
+	is only through a function pointer's implementation, the files of the
+	implementations; an entry elsewhere sets up an object whose pointer
+	is another function, so only entries in homes count (calls are
+	followed everywhere)."""
 	level = [(func, rel, [], False)]
 	seen = {(func, rel)}
 	callers = None
@@ -471,6 +475,8 @@ def _reach(kdir, rel, func, depth, needs=()):
 							seen.add(key)
 							nxt[key] = (what[0], f, [name] + via, late2)
 						continue
+					if homes and f not in homes:
+						continue	# another driver's object: its op may not sleep
 					rank = (ORDER.index(kind), late)
 					if best is None or rank < best[0]:
 						best = (rank, kind, what, name, f, via)
@@ -486,11 +492,12 @@ def _reach(kdir, rel, func, depth, needs=()):
 	return {"kind": None, "text": None, "callers": callers or []}
 
 
-def _result(kdir, rel, func, depth=DEPTH, needs=()):
+def _result(kdir, rel, func, depth=DEPTH, needs=(), impls=()):
 	needs = tuple(tuple(x) for x in needs or ())
-	key = (os.path.realpath(kdir), rel, func, depth, needs)
+	homes = tuple(sorted(set(x[2] for x in impls or ())))
+	key = (os.path.realpath(kdir), rel, func, depth, needs, homes)
 	if key not in _MEMO:
-		_MEMO[key] = _reach(key[0], rel, func, depth, needs)
+		_MEMO[key] = _reach(key[0], rel, func, depth, needs, homes)
 	return _MEMO[key]
 
 
@@ -510,11 +517,22 @@ def _called_from(callers, home):
 	return names[0] if len(names) == 1 else "%s and %s" % (", ".join(names[:-1]), names[-1])
 
 
-def reached_text(kdir, rel, func, needs=()):
+def _impl_words(impls):
+	return " or ".join("%s when it is %s() (%s)" % x for x in impls)
+
+
+def reached_text(kdir, rel, func, needs=(), impls=()):
 	"""One sentence: how func is reached, or what is known of its callers.
 	needs: the tests of func's parameters its sleeping chain makes; a
-	caller whose constants fail one is not a way in."""
-	r = _result(kdir, rel, func, DEPTH, needs)
+	caller whose constants fail one is not a way in.  impls: [(pointer,
+	implementation, file)] when the sleep is only through those
+	(series.unit_impls()): the entry named is one in their files."""
+	r = _result(kdir, rel, func, DEPTH, needs, impls)
+	if impls and not r["kind"]:
+		return "%s() sleeps here only through %s, and no caller from %s was found within %d levels." % (
+			func, _impl_words(impls), " or ".join(sorted(set(x[2] for x in impls))), DEPTH)
+	if impls:
+		return "%s; there %s." % (r["text"], " and ".join("%s is %s()" % x[:2] for x in impls))
 	if r["kind"]:
 		return r["text"] + "."
 	if r["callers"]:
@@ -529,12 +547,12 @@ def reached_sentences(kdir, items):
 	without callers (several of these in one sentence)."""
 	known, unknown, none = [], [], []
 	for it in items:
-		rel, func, needs = (tuple(it) + ((),))[:3]
-		r = _result(kdir, rel, func, DEPTH, needs)
+		rel, func, needs, impls = (tuple(it) + ((), ()))[:4]
+		r = _result(kdir, rel, func, DEPTH, needs, impls)
 		if r["kind"]:
-			known.append(reached_text(kdir, rel, func, needs))
-		elif r["callers"]:
-			unknown.append(reached_text(kdir, rel, func, needs))
+			known.append(reached_text(kdir, rel, func, needs, impls))
+		elif r["callers"] or impls:
+			unknown.append(reached_text(kdir, rel, func, needs, impls))
 		else:
 			none.append(func + "()")
 	if len(none) > 1:

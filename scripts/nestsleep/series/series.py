@@ -616,6 +616,25 @@ def unit_needs(fs):
 	return sorted(set.intersection(*sets)) if sets else []
 
 
+def unit_impls(fs):
+	"""[(pointer, implementation, its file)]: where every sleeping path of a
+	function's findings goes through a function pointer, the first such
+	hop of each (findings.json chain 'p->ops->m=impl', the file from the
+	next chain_locs entry, which is in impl).  A caller reaches the sleep
+	only with that implementation; [] when some path sleeps without a
+	pointer (every caller reaches it) or a file is not known."""
+	out = set()
+	for f in fs:
+		for p in f.get("paths", [f]):
+			chain, locs = p.get("chain") or [], p.get("chain_locs") or []
+			hop = next((i for i, x in enumerate(chain) if "=" in x), None)
+			if hop is None or hop + 1 >= len(locs):
+				return []
+			ptr, impl = chain[hop].split("=", 1)
+			out.add((ptr, impl, re.sub(r"^6\.12:", "", locs[hop + 1]).rsplit(":", 1)[0]))
+	return sorted(out)
+
+
 NEED_WORDS = {"bit": "%s has %s", "nobit": "%s lacks %s", "nz": "%s is not 0", "z": "%s is 0",
 	      "eq": "%s is %s", "ne": "%s is not %s"}
 
@@ -913,8 +932,8 @@ def changelog(kdir, group, table, records, signoff, tags, git=False):
 	else:
 		paras += problem_paragraphs(kdir, group[0][1], table)
 	paras += effect_paragraphs([effect_inputs(kdir, fs, table) for name, fs in group], records)
-	known = [noline(x) for x in reached_sentences(kdir, [(fs[0]["file"], fs[0]["function"], unit_needs(fs))
-							      for name, fs in group])]
+	known = [noline(x) for x in reached_sentences(kdir, [(fs[0]["file"], fs[0]["function"], unit_needs(fs),
+							       unit_impls(fs)) for name, fs in group])]
 	paras.append(wrap(" ".join(known)))
 	wakers = [(name, waker_items(kdir, fs)) for name, fs in group]
 	reasons = shared([(fs[0]["function"], [noline(without_poll_reason(fs[0]["fix"]["reason"]) if wk else
