@@ -775,6 +775,29 @@ class CommittedReachTest(unittest.TestCase):
 		self.assertEqual(bad, [])
 
 
+class FirstTestTest(unittest.TestCase):
+	"""wait_event() tests its condition once in TASK_RUNNING before it sets
+	the state: a sleep in the condition nests only when that first test
+	fails (wiphy_unregister(): the callers close the interfaces first)."""
+
+	def test_first_test_sentence_from_the_macro(self):
+		tmp = tempfile.mkdtemp()
+		self.addCleanup(shutil.rmtree, tmp)
+		os.makedirs(os.path.join(tmp, "include", "linux"))
+		with open(os.path.join(tmp, "include", "linux", "wait.h"), "w") as f:
+			f.write("#define wait_event(wq_head, condition)\t\\\ndo {\t\\\n\tmight_sleep();\t\\\n"
+				"\tif (condition)\t\\\n\t\tbreak;\t\\\n\t__wait_event(wq_head, condition);\t\\\n"
+				"} while (0)\n#define wait_event_cmd(wq_head, condition, cmd1, cmd2)\t\\\n"
+				"\t___wait_event(wq_head, condition, cmd1, cmd2)\n")
+		f = {"function": "phy_unregister", "shape": "wait_event", "primitive": "wait_event", "role": "cond"}
+		t = fixes.first_test_sentence(tmp, [f])
+		self.assertEqual(t, "wait_event() tests the condition once before it sets the task state "
+				 "(include/linux/wait.h), so the nested sleep runs only when the condition is false "
+				 "as phy_unregister() starts the wait.")
+		self.assertIsNone(fixes.first_test_sentence(tmp, [dict(f, primitive="wait_event_cmd")]))
+		self.assertIsNone(fixes.first_test_sentence(tmp, [dict(f, role="body")]))
+
+
 class SeriesTest(unittest.TestCase):
 	"""make fixes on a small tree: the set_current_state fixture."""
 

@@ -635,6 +635,33 @@ def unit_impls(fs):
 	return sorted(out)
 
 
+def first_test_sentence(kdir, fs):
+	"""The sentence that the nested sleep needs the condition false when the
+	wait starts: every finding is a call in the condition of a wait_event*()
+	macro whose body in KDIR's include/linux/wait.h tests the condition
+	('if (condition)' or 'if (!(condition))') before it sets the task
+	state, so that first test runs in TASK_RUNNING; None otherwise."""
+	prims = set(f.get("primitive") for f in fs)
+	if len(prims) != 1 or any(f.get("shape") != "wait_event" or f.get("role") != "cond" for f in fs):
+		return None
+	prim = prims.pop()
+	try:
+		with open(os.path.join(kdir, "include", "linux", "wait.h"), errors="replace") as fp:
+			t = fp.read()
+	except OSError:
+		return None
+	m = re.search(r"^#define %s\(.*?(?<!\\)\n" % re.escape(prim), t, re.M | re.S)
+	if not m:
+		return None
+	body = m.group(0)
+	test = re.search(r"\bif\s*\(\s*(?:!\s*\(\s*)?condition\s*\)", body)
+	if not test or re.search(r"\b_+wait_event\w*\(", body[:test.start()]):
+		return None
+	return ("%s() tests the condition once before it sets the task state (include/linux/wait.h), so the "
+		"nested sleep runs only when the condition is false as %s() starts the wait." % (
+			prim, fs[0]["function"]))
+
+
 NEED_WORDS = {"bit": "%s has %s", "nobit": "%s lacks %s", "nz": "%s is not 0", "z": "%s is 0",
 	      "eq": "%s is %s", "ne": "%s is not %s"}
 
@@ -934,6 +961,7 @@ def changelog(kdir, group, table, records, signoff, tags, git=False):
 	paras += effect_paragraphs([effect_inputs(kdir, fs, table) for name, fs in group], records)
 	known = [noline(x) for x in reached_sentences(kdir, [(fs[0]["file"], fs[0]["function"], unit_needs(fs),
 							       unit_impls(fs)) for name, fs in group])]
+	known += [x for x in (first_test_sentence(kdir, fs) for name, fs in group) if x]
 	paras.append(wrap(" ".join(known)))
 	wakers = [(name, waker_items(kdir, fs)) for name, fs in group]
 	reasons = shared([(fs[0]["function"], [noline(without_poll_reason(fs[0]["fix"]["reason"]) if wk else
