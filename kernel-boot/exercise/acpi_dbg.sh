@@ -3,6 +3,7 @@
 # exercises: drivers/acpi/acpi_dbg.c
 # needs: CONFIG_ACPI_DEBUGGER_USER CONFIG_DEBUG_FS CONFIG_PCI
 # program: acpi_dbg.c
+# drives: drives the AML debugger's debugfs file as acpidbg does, one wait at a time
 # (without PCI, ACPI on the QEMU pc machine fails "During Region
 # initialization" and never loads the tables: no acpidbg)
 #

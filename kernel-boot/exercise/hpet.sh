@@ -3,6 +3,7 @@
 # exercises: drivers/char/hpet.c
 # needs: CONFIG_HPET CONFIG_ACPI CONFIG_PCI
 # program: hpet.c
+# drives: reads interrupt counts from the HPET character device
 #
 # The QEMU pc machine has an HPET with three timers; the kernel keeps the
 # first (and, in legacy mode, the second) for itself, and /dev/hpet hands

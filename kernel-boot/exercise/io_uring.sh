@@ -3,6 +3,7 @@
 # exercises: io_uring/io_uring.c
 # needs: CONFIG_IO_URING
 # program: io_uring.c
+# drives: races a waiting io_uring_enter() against NOPs that overflow the completion queue
 #
 # io_cqring_wait() (6.1): io_cqring_wait_schedule() returns 1 without
 # scheduling when IO_CHECK_CQ_OVERFLOW_BIT is set, still in

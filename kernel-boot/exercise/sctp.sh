@@ -3,6 +3,7 @@
 # exercises: net/sctp/socket.c
 # needs: CONFIG_IP_SCTP CONFIG_MEMCG CONFIG_CGROUPS
 # program: sctp.c
+# drives: sends on an SCTP socket from a memory cgroup too small for the send buffer
 #
 # sctp_wait_for_sndbuf() charges the socket's memory cgroup after
 # prepare_to_wait_exclusive(TASK_INTERRUPTIBLE).  Run the sender (sctp.c)

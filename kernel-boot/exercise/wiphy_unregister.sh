@@ -3,6 +3,7 @@
 # exercises: net/wireless/core.c
 # needs: CONFIG_CFG80211 CONFIG_MAC80211 CONFIG_MAC80211_HWSIM CONFIG_DEBUG_FS CONFIG_INET
 # program: wiphy_unregister.c
+# drives: brings up a new interface of a mac80211_hwsim radio while the radio is being deleted, after mac80211 has closed its interfaces (a race)
 #
 # wiphy_unregister() waits for rdev->opencount == 0 with a condition that
 # takes the wiphy mutex.  The wait sleeps only if an interface of the wiphy

@@ -3,6 +3,7 @@
 # exercises: net/ieee802154/core.c
 # needs: CONFIG_IEEE802154 CONFIG_MAC802154 CONFIG_IEEE802154_HWSIM CONFIG_DEBUG_FS CONFIG_INET
 # program: wpan_phy_unregister.c
+# drives: brings up a new interface of a mac802154_hwsim phy while its driver is being unbound, after mac802154 has closed its interfaces (a race)
 # patched: no: ending the wait needs the close of the held interface, which flushes mac802154's destroyed workqueue (a bug of its own) in the patched kernel too
 #
 # wpan_phy_unregister() waits for rdev->opencount == 0 with a condition that

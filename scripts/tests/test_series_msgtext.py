@@ -85,6 +85,7 @@ BUILT = {"status": "ok", "how": "drivers/char/hpet.o in x86_64 allmodconfig (CON
 BUILT_PPC = {"status": "ok", "how": "drivers/misc/ocxl/file.o in powerpc allmodconfig (CONFIG_WERROR=y, "
 	     "powerpc64-linux-gnu-gcc) compiled after patch 1"}
 BOOTED = {"status": "ok", "build": "ok", "boot": "ok", "exerciser": "kernel-boot/exercise/hpet.sh"}
+BY_HPET = " by a test that reads interrupt counts from the HPET character device"
 
 
 class FoundLineTest(unittest.TestCase):
@@ -99,7 +100,7 @@ class FoundLineTest(unittest.TestCase):
 		self.assertEqual(self.line({"build": BUILT, "boot": dict(BOOTED, reproduced=True, warning_gone=True,
 									  baseline_hits=["x"])}),
 				 "Found by nestsleep, a Coccinelle-based checker; reproduced in QEMU with "
-				 "CONFIG_DEBUG_ATOMIC_SLEEP=y, and the patched kernel no longer warns.")
+				 "CONFIG_DEBUG_ATOMIC_SLEEP=y" + BY_HPET + ", and the patched kernel no longer warns.")
 		self.assertEqual(self.line({"build": BUILT, "boot": dict(BOOTED, exercised=True)}),
 				 "Found by nestsleep, a Coccinelle-based checker; exercised in QEMU with "
 				 "CONFIG_DEBUG_ATOMIC_SLEEP=y, where the unpatched kernel did not warn.")
@@ -122,8 +123,17 @@ class FoundLineTest(unittest.TestCase):
 			      {"build": BUILT, "boot": dict(BOOTED, reproduced=True)},
 			      {"build": BUILT, "boot": dict(BOOTED, exercised=True)})
 		self.assertEqual(t, "Found by nestsleep, a Coccinelle-based checker; reproduced in QEMU with "
-				 "CONFIG_DEBUG_ATOMIC_SLEEP=y (2 of the 3 nested sleeps); exercised in QEMU with "
+				 "CONFIG_DEBUG_ATOMIC_SLEEP=y" + BY_HPET + " (2 of the 3 nested sleeps); exercised in QEMU with "
 				 "CONFIG_DEBUG_ATOMIC_SLEEP=y, where the unpatched kernel did not warn (1 of 3).")
+
+	def test_what_the_test_drove(self):
+		"""A reproduction names what its exerciser drives (the '# drives:'
+		line of kernel-boot/exercise/NAME.sh), not the exerciser."""
+		t = self.line({"build": BUILT, "boot": dict(BOOTED, reproduced=True,
+							  exerciser="kernel-boot/exercise/wiphy_unregister.sh")})
+		self.assertIn("reproduced in QEMU with CONFIG_DEBUG_ATOMIC_SLEEP=y by a test that brings up a new "
+			      "interface of a mac80211_hwsim radio while the radio is being deleted", t)
+		self.assertNotIn("wiphy_unregister.sh", t)
 
 	def test_no_tool_paths(self):
 		for recs in (({"build": BUILT, "boot": dict(BOOTED, reproduced=True)},), ({},)):

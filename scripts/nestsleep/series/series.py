@@ -45,7 +45,7 @@ import sys
 import tempfile
 
 from nestsleep.analysis import pipeline
-from nestsleep import TOP, ktree
+from nestsleep import TOP, exercisers, ktree
 from nestsleep.series import effect
 from nestsleep.series import passes
 from nestsleep.series import reach
@@ -1181,6 +1181,16 @@ def tested_paragraph(fps, records):
 DEBUG_QEMU = "in QEMU with CONFIG_DEBUG_ATOMIC_SLEEP=y"
 
 
+def drove(path):
+	"""' by a test that ...': the '# drives:' line of the exerciser at
+	path (kernel-boot/exercise/NAME.sh), or ''."""
+	name = os.path.basename(path or "")[:-3]
+	for ex in exercisers.read_all() if name else ():
+		if ex["name"] == name and ex["drives"]:
+			return " by a test that " + ex["drives"]
+	return ""
+
+
 def test_class(r):
 	"""(rank, what one finding's record shows, in kernel terms): a boot
 	that warned on the unpatched kernel is 'reproduced', nothing else is."""
@@ -1189,10 +1199,11 @@ def test_class(r):
 		warned = b.get("reproduced") or (b.get("exercised") and b.get("baseline_hits"))
 		gone = b.get("warning_gone") or (b.get("exercised") and b.get("baseline_hits") and
 						 not b.get("patched_hits") and "warning_gone" not in b)
+		by = drove(b.get("exerciser"))
 		if warned and gone:
-			return 0, "reproduced %s, and the patched kernel no longer warns" % DEBUG_QEMU
+			return 0, "reproduced %s%s, and the patched kernel no longer warns" % (DEBUG_QEMU, by)
 		if warned:
-			return 1, "reproduced %s" % DEBUG_QEMU
+			return 1, "reproduced %s%s" % (DEBUG_QEMU, by)
 		if b.get("exercised"):
 			return 2, "exercised %s, where the unpatched kernel did not warn" % DEBUG_QEMU
 		return 3, "built and booted in QEMU, but the path was not exercised"
