@@ -53,6 +53,7 @@ import tempfile
 from nestsleep import COCCI_DIR
 from nestsleep.analysis import cfacts
 from nestsleep.analysis.match import cocci_options
+from nestsleep.fix import includes
 
 RESTORE_RULE = os.path.join(COCCI_DIR, "restore_after_loop.cocci")
 WAIT_EVENT_RULE = os.path.join(COCCI_DIR, "fix_wait_event.cocci")
@@ -521,8 +522,10 @@ class Edit:
 		self.s, self.e, self.text, self.key = s, e, text, key
 
 	def order(self):
-		# at one offset, declarations and includes go first
-		return (self.s, self.e, 0 if self.key else 1)
+		# at one offset, declarations and includes go first, the
+		# includes in the order of their names
+		inc = self.key[1] if self.key and self.key[0] == "inc" else ""
+		return (self.s, self.e, 0 if self.key else 1, inc)
 
 
 class Unit:
@@ -618,6 +621,7 @@ class Fixer:
 		self.tree, self.facts, self.ana = tree, facts, ana
 		self.m_abs = m_abs
 		self.files = {}
+		self._walker = None
 		self.table = kn.waiters
 		self.rule = None
 		self.own_threads = {}   # (file, thread) -> the function given its own queue
@@ -864,37 +868,27 @@ class Fixer:
 		u.add(rel, Edit(first, first, text, key=("decl", o, tag)))
 
 	def include(self, ft, u, rel, header):
-		"""Add #include <header> where the file's own order puts it.
+		"""Add #include <header> to the file's include block, in its order
+		(fix/includes.py: place()), unless the file already gets header
+		through its #include lines (includes.Walker.reaches()).
 		Text, because spatch 1.1.1 adds a line after an #include only
 		when the rule names that header literally: '#include <...>@p'
 		matches every include, but a '+' line under it is dropped, so
 		the place (after the include that sorts before header, in this
 		file) cannot be chosen by the rule."""
-		t = ft.t
-		if re.search(r"^#\s*include\s*<%s>" % re.escape(header), t, re.M):
+		if any(name == header and not quoted and not cond for _s, _e, name, quoted, cond in includes.scan(ft.t)):
 			return
-		incs = [mm for mm in re.finditer(r"^#\s*include\s*<linux/([^>]+)>[^\n]*\n", t, re.M)]
-		if not incs:
-			incs = [mm for mm in re.finditer(r"^#\s*include\s*[<\"][^\n]*\n", t, re.M)]
-			if not incs:
-				raise Refuse("manual", "no #include block to add <%s> to" % header)
-			at = incs[0].start()
-		else:
-			name = header[len("linux/"):]
-			at = None
-			names = [mm.group(1) for mm in incs]
-			if sum(a > b for a, b in zip(names, names[1:])) <= 2:
-				# sorted, or nearly (spi-nor's core.c has err.h before
-				# errno.h before delay.h): after the last name that sorts
-				# before header
-				before = [k for k, x in enumerate(names) if x < name]
-				if not before:
-					at = incs[0].start()
-				elif before[-1] + 1 < len(incs):
-					at = incs[before[-1] + 1].start()
-			if at is None:
-				at = incs[-1].end()
+		if self.walker().reaches(rel, header):
+			return
+		at = includes.place(ft.t, header)
+		if at is None:
+			raise Refuse("manual", "no #include block before the first function to add <%s> to" % header)
 		u.add(rel, Edit(at, at, "#include <%s>\n" % header, key=("inc", header)))
+
+	def walker(self):
+		if self._walker is None:
+			self._walker = includes.Walker(self.kdir)
+		return self._walker
 
 	def taken_names(self, ft, pos):
 		o, c = function_body(ft.m, pos)

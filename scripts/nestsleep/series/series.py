@@ -49,6 +49,7 @@ from nestsleep import TOP, exercisers, ktree
 from nestsleep.series import effect
 from nestsleep.series import passes
 from nestsleep.series import reach
+from nestsleep.fix import includes
 from nestsleep.series.reach import reached_sentences
 from nestsleep.triage import treeid
 from nestsleep.common import UserError, sha1
@@ -1416,27 +1417,29 @@ def split_diff(diff):
 INCLUDE_RE = re.compile(r"^\s*#\s*include\s")
 
 
-def add_includes(path, anchor, lines):
-	"""Insert the #include lines (without their '+') into the file after
-	the anchor line (the hunk's context before them), else after the last
-	#include; those already there are skipped."""
+def add_includes(path, lines):
+	"""Insert the #include lines (without their '+') into the file's
+	include block, each where Fixer.include() puts it (fix/includes.py:
+	place()), on the file as the series' earlier patches left it; those
+	already there are skipped.  Not after the hunk's context line: the
+	line before a new include is often a blank one, and the file's last
+	blank line may be in its last function."""
 	with open(path, errors="surrogateescape") as f:
-		text = f.read().splitlines(True)
-	have = {ln.strip() for ln in text}
-	new = [ln for ln in lines if ln.strip() not in have]
-	if not new:
-		return
-	at = None
-	if anchor is not None:
-		for i, ln in enumerate(text):
-			if ln.rstrip("\n") == anchor.rstrip("\n"):
-				at = i + 1
-	if at is None:
-		incs = [i for i, ln in enumerate(text) if INCLUDE_RE.match(ln)]
-		at = incs[-1] + 1 if incs else 0
-	text[at:at] = [ln if ln.endswith("\n") else ln + "\n" for ln in new]
+		text = f.read()
+	have = {ln.strip() for ln in text.splitlines()}
+	for ln in lines:
+		if ln.strip() in have:
+			continue
+		have.add(ln.strip())
+		ln = ln if ln.endswith("\n") else ln + "\n"
+		m = re.match(r"^\s*#\s*include\s*<([^>]+)>", ln)
+		at = includes.place(text, m.group(1)) if m else None
+		if at is None:
+			blk = includes.block(text)
+			at = blk[-1][1] if blk else 0
+		text = text[:at] + ln + text[at:]
 	with open(path + ".tmp", "w", errors="surrogateescape") as f:
-		f.write("".join(text))
+		f.write(text)
 	os.replace(path + ".tmp", path)
 
 
@@ -1444,8 +1447,8 @@ def apply_unit(repo, diff):
 	"""Apply one unit's diff, made on the pristine tree, to the repository
 	with the earlier patches applied.  A hunk that only adds #include
 	lines is applied by hand: the lines an earlier patch already added are
-	not added again, and the others go after the same #include as in the
-	diff (its context may have changed).  None, or the error."""
+	not added again, and the others go where the fixer puts them in the
+	file as it is now (its context may have changed).  None, or the error."""
 	out = []
 	incs = []
 	for rel, hunks in split_diff(diff):
@@ -1455,9 +1458,7 @@ def apply_unit(repo, diff):
 			adds = [ln for ln in body if ln.startswith("+")]
 			if adds and not any(ln.startswith("-") for ln in body) and \
 			   all(INCLUDE_RE.match(ln[1:]) for ln in adds):
-				first = body.index(adds[0])
-				anchor = body[first - 1][1:] if first > 0 and body[first - 1].startswith(" ") else None
-				incs.append((rel, anchor, [ln[1:] for ln in adds]))
+				incs.append((rel, [ln[1:] for ln in adds]))
 				continue
 			keep.append(h)
 		if keep:
@@ -1470,8 +1471,8 @@ def apply_unit(repo, diff):
 					   cwd=repo.path, input=text.encode("utf-8", "surrogateescape"), capture_output=True)
 			if p.returncode != 0:
 				return (r.stderr.strip() + " / patch: " + (p.stdout + p.stderr).decode(errors="replace").strip())[-600:]
-	for rel, anchor, lines in incs:
-		add_includes(os.path.join(repo.path, rel), anchor, lines)
+	for rel, lines in incs:
+		add_includes(os.path.join(repo.path, rel), lines)
 	return None
 
 
