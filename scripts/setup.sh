@@ -20,7 +20,7 @@ PACKAGES=(
 	coccinelle sparse qemu-system-x86 busybox-static
 	flex bison bc libelf-dev libssl-dev cpio build-essential python3
 	python3-jsonschema git universal-ctags xz-utils time
-	gcc-powerpc64-linux-gnu
+	gcc-powerpc64-linux-gnu gcc-aarch64-linux-gnu
 )
 # tool -> Debian package that provides it
 readonly TOOLS=(

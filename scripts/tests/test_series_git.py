@@ -580,3 +580,38 @@ class InorderTest(unittest.TestCase):
 		r = inorder.build_patch(b, {"files": ["drivers/b.c"]}, 1, {}, {"drivers/b.o": "x"})
 		self.assertEqual(r["status"], "not-built")
 		self.assertIn("unpatched", r["reason"])
+
+
+class InorderConfigTest(unittest.TestCase):
+	"""An object is built only where its Kconfig symbols are on: make
+	compiles a single object whatever the .config says (drivers/cdx/
+	controller/ on x86_64, whose CDX_BUS depends on OF && ARM64), so that
+	build would prove nothing."""
+
+	def test_arch_without_the_symbol_is_skipped(self):
+		from nestsleep.series import inorder
+		tmp = tempfile.mkdtemp()
+		self.addCleanup(shutil.rmtree, tmp)
+		b = inorder.Builder.__new__(inorder.Builder)
+		b.builds = {}
+		for arch, conf in (("x86_64", "# CONFIG_CDX_CONTROLLER is not set\nCONFIG_PCI=y\n"),
+				   ("arm64", "CONFIG_CDX_CONTROLLER=m\nCONFIG_PCI=y\n")):
+			os.makedirs(os.path.join(tmp, arch))
+			with open(os.path.join(tmp, arch, ".config"), "w") as f:
+				f.write(conf)
+			b.builds[arch] = os.path.join(tmp, arch)
+		made = []
+
+		def make(arch, target, extra=()):
+			made.append((arch, target))
+			return subprocess.CompletedProcess([], 0, "", "")
+		b.make = make
+		st = b.compile("drivers/cdx/controller/mcdi.o", ["x86_64", "arm64"], ["CDX_CONTROLLER"])
+		self.assertEqual(st, ("ok", "arm64", ""))
+		self.assertEqual(made, [("arm64", "drivers/cdx/controller/mcdi.o")])
+		# no arch has it: not built, and the reason says why
+		st = b.compile("drivers/cdx/controller/mcdi.o", ["x86_64"], ["CDX_CONTROLLER"])
+		self.assertEqual(st[0], "not-built")
+		self.assertIn("CONFIG_CDX_CONTROLLER is not set in x86_64 allmodconfig", st[2])
+		# an object with no symbol known is built as before
+		self.assertEqual(b.compile("drivers/a.o", ["x86_64"], [])[:2], ("ok", "x86_64"))

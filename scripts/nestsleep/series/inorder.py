@@ -7,7 +7,11 @@ it, so KDIR is never written through) under NESTSLEEP_CACHE/series-build/
 <tree-id>/, an x86_64 allmodconfig build directory (CONFIG_WERROR=y, so a
 new compiler warning fails the build) and, for an object x86_64 does not
 build (the powerpc-only drivers), a powerpc allmodconfig with Debian's
-powerpc64-linux-gnu-gcc.  Every make runs under flock
+powerpc64-linux-gnu-gcc, then an arm64 one with aarch64-linux-gnu-gcc.  An
+arch builds an object only when the .config of its allmodconfig has the
+object's Kconfig symbols (series.json "kconfig") on: make builds a single
+object whatever the .config says, and that proves nothing.  Every make
+runs under flock
 NESTSLEEP_CACHE/kbuild.lock.  Each series starts from the pristine tree:
 its patches are applied one after another with patch -p1, each followed by
 a build of the objects of the files it touches, and reverted at the end.
@@ -22,7 +26,9 @@ import subprocess
 from nestsleep import cache_dir, ktree
 from nestsleep.triage import treeid
 
-CROSS = {"powerpc": "powerpc64-linux-gnu-"}
+CROSS = {"powerpc": "powerpc64-linux-gnu-", "arm64": "aarch64-linux-gnu-"}
+# the order the arches are tried in: the cheapest set-up first
+ARCHES = ("x86_64", "powerpc", "arm64")
 
 
 class Builder:
@@ -77,11 +83,25 @@ class Builder:
 			self.builds[arch] = None
 		return self.builds[arch]
 
-	def compile(self, obj, arches):
-		"""(status, arch, output tail): the first arch that builds obj."""
+	def off(self, arch, syms):
+		"""The first of syms that the arch's .config does not have on."""
+		try:
+			with open(os.path.join(self.builds[arch], ".config")) as f:
+				conf = f.read()
+		except OSError:
+			return None
+		return next((x for x in syms if not re.search(r"^CONFIG_%s=[ym]$" % re.escape(x), conf, re.M)), None)
+
+	def compile(self, obj, arches, syms=()):
+		"""(status, arch, output tail): the first arch that builds obj
+		with its Kconfig symbols syms on."""
 		last = ""
 		for arch in arches:
 			if not self.build_dir(arch):
+				continue
+			off = self.off(arch, syms)
+			if off:
+				last = "CONFIG_%s is not set in %s allmodconfig" % (off, arch)
 				continue
 			r = self.make(arch, obj)
 			out = r.stdout + r.stderr
@@ -123,7 +143,8 @@ def build_series(b, out, manifest, log):
 		for f in s.get("files", []):
 			if f.endswith(".c"):
 				o = f[:-2] + ".o"
-				st, arch, tail = b.compile(o, ["x86_64"] + sorted(CROSS))
+				syms = [x for e in s["patches"] if f in e.get("files", []) for x in e.get("kconfig", [])]
+				st, arch, tail = b.compile(o, ARCHES, list(dict.fromkeys(syms)))
 				if st == "ok":
 					arch_of[o] = arch
 				else:
@@ -176,11 +197,12 @@ def build_patch(b, e, i, arch_of, pristine):
 		res.update(status="failed", reason="%s does not compile (%s allmodconfig) %s: %s" % (
 			failed[0][0], failed[0][1], after, failed[0][2][-400:]))
 	elif notbuilt and not done:
-		res.update(status="not-built", reason="%s, unpatched, is built neither by x86_64 allmodconfig nor "
-			   "by %s allmodconfig here" % (", ".join(o for o, t in notbuilt), ", ".join(sorted(CROSS))))
+		res.update(status="not-built", reason="%s, unpatched, is built by none of %s allmodconfig here%s" % (
+			", ".join(o for o, t in notbuilt), ", ".join(ARCHES),
+			": " + notbuilt[0][1] if notbuilt[0][1].startswith("CONFIG_") else ""))
 	else:
 		how = []
-		for arch in ("x86_64",) + tuple(sorted(CROSS)):
+		for arch in ARCHES:
 			os_ = [o for o, a in done if a == arch]
 			if os_:
 				how.append("%s in %s allmodconfig (CONFIG_WERROR=y%s)" % (

@@ -1211,7 +1211,9 @@ def test_class(r):
 	bd, c = r.get("build") or {}, r.get("compile") or {}
 	if bd.get("status") == "ok" or c.get("status") == "ok":
 		how = bd.get("how", "") + " ".join(str(v) for v in c.get("details", {}).values())
-		return 4, "build-tested only (%s allmodconfig)" % ("powerpc" if "powerpc" in how else "x86_64")
+		arches = list(dict.fromkeys(re.findall(r"\bin (x86_64|powerpc|arm64) allmodconfig", how))) or \
+			["powerpc" if "powerpc" in how else "x86_64"]
+		return 4, "build-tested only (%s allmodconfig)" % " and ".join(arches)
 	return 5, "not compiled or boot-tested"
 
 
