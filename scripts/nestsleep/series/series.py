@@ -203,7 +203,7 @@ def parse_sections(text):
 		lines = block.strip().splitlines()
 		if not lines or ":" in lines[0][:3]:
 			continue
-		sec = {"name": lines[0].strip(), "M": [], "R": [], "L": [], "F": [], "N": []}
+		sec = {"name": lines[0].strip(), "M": [], "R": [], "L": [], "F": [], "N": [], "T": []}
 		for ln in lines[1:]:
 			m = re.match(r"^([A-Z]):\s*(.*)$", ln)
 			if m and m.group(1) in sec:
@@ -232,20 +232,101 @@ def most_specific(sections, rel):
 	return best
 
 
+def get_maintainer(kdir, args):
+	"""scripts/get_maintainer.pl's output for args, or None without it."""
+	gm = os.path.join(kdir, "scripts", "get_maintainer.pl")
+	if not (os.path.isfile(gm) and os.path.isfile(os.path.join(kdir, "MAINTAINERS"))):
+		return None
+	r = subprocess.run(["perl", gm] + args, cwd=kdir, capture_output=True, text=True, timeout=300)
+	return r.stdout if r.returncode == 0 else None
+
+
+def file_sections(kdir, rel):
+	"""Every section that covers rel, in get_maintainer.pl's order (the
+	deepest F: pattern first), THE REST included; [] without MAINTAINERS."""
+	out = get_maintainer(kdir, ["--nogit", "--nogit-fallback", "--sections", "-f", rel])
+	return parse_sections(out) if out else []
+
+
+def parent_section(kdir, rel):
+	"""(directory, section): the nearest directory above rel that a section
+	other than THE REST covers (get_maintainer.pl -f DIR matches a pattern
+	such as drivers/cdx/* against DIR/, as for a file in it), or (None,
+	None)."""
+	d = os.path.dirname(rel)
+	while d:
+		if os.path.isdir(os.path.join(kdir, d)):
+			sec = most_specific(file_sections(kdir, d), d + "/")
+			if sec and sec["name"] != "THE REST":
+				return d, sec
+		d = os.path.dirname(d)
+	return None, None
+
+
 def section_of(kdir, rel, cache):
+	"""The most specific section that covers rel; when only THE REST does
+	(drivers/cdx/* covers the files of drivers/cdx/, not those of
+	drivers/cdx/controller/), the section of the nearest parent directory,
+	with "via": that directory."""
 	if rel in cache:
 		return cache[rel]
-	gm = os.path.join(kdir, "scripts", "get_maintainer.pl")
-	sec = None
-	if os.path.isfile(gm) and os.path.isfile(os.path.join(kdir, "MAINTAINERS")):
-		r = subprocess.run(["perl", gm, "--nogit", "--nogit-fallback", "--sections", "-f", rel], cwd=kdir,
-				   capture_output=True, text=True, timeout=120)
-		if r.returncode == 0:
-			sec = most_specific(parse_sections(r.stdout), rel)
+	secs = file_sections(kdir, rel)
+	sec = most_specific(secs, rel) if secs else None
+	if secs and (sec is None or sec["name"] == "THE REST"):
+		d, up = parent_section(kdir, rel)
+		if up:
+			sec = dict(up, via=d)
 	if sec is None:
-		sec = {"name": "UNKNOWN (no MAINTAINERS entry found)", "M": [], "R": [], "L": [], "F": []}
+		sec = {"name": "UNKNOWN (no MAINTAINERS entry found)", "M": [], "R": [], "L": [], "F": [], "T": []}
 	cache[rel] = sec
 	return sec
+
+
+# ---------------------------------------------------------------------------
+# The tree in the subject
+
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "tree_tags.json")) as _f:
+	TREE_TAGS = json.load(_f)["trees"]
+
+
+def tree_match(sections):
+	"""(row of tree_tags.json, section name, its T: line) of the first
+	section, in get_maintainer.pl's order, whose T: lines name a tree of a
+	row; None when none does.  A T: line of another tree (tty, media) makes
+	no tag: those maintainers do not ask for one."""
+	for sec in sections:
+		for t in sec.get("T", []):
+			url = t.split()[-1].rstrip("/")
+			for row in TREE_TAGS:
+				if any(url.endswith("/" + x) for x in row["t"]):
+					return row, sec["name"], url
+	return None
+
+
+def tree_row(sections):
+	m = tree_match(sections)
+	return m[0] if m else None
+
+
+def tree_of(kdir, files, why=None):
+	"""The row of the tree the patched files go through: the same for
+	every file, else None (and why, a list, says so)."""
+	ms = [tree_match(file_sections(kdir, rel)) for rel in files]
+	names = {m[0]["name"] if m else None for m in ms}
+	if len(names) != 1 or None in names:
+		if why is not None and len(names) > 1:
+			why.append("the touched files go through different trees (%s)" % ", ".join(
+				sorted(n or "none" for n in names)))
+		return None
+	if why is not None:
+		why.append(ms[0])
+	return ms[0][0]
+
+
+def subject_prefix(row):
+	"""[PATCH net], [PATCH wireless]: the fixes tree of the row, since every
+	patch fixes a bug (tree_tags.json "why_fixes"); [PATCH] without a row."""
+	return "PATCH %s" % row["fixes"] if row else "PATCH"
 
 
 def kconfig_symbols(kdir, rel):
@@ -307,34 +388,75 @@ def _obj_symbol(text, target, seen):
 
 
 
-def recipients(kdir, files):
-	"""(To, Cc) for the touched files: every maintainer and supporter that
-	get_maintainer.pl names goes to To, every reviewer and list to Cc."""
-	gm = os.path.join(kdir, "scripts", "get_maintainer.pl")
-	if not (os.path.isfile(gm) and os.path.isfile(os.path.join(kdir, "MAINTAINERS"))):
-		return [], []
-	r = subprocess.run(["perl", gm, "--no-git", "--no-git-fallback"] +
-			   [x for rel in files for x in ("-f", rel)], cwd=kdir, capture_output=True, text=True,
-			   timeout=300)
+ROLE_TO = ("maintainer", "supporter", "odd fixer", "chief penguin")
+GIT_ROLES = ("commit_signer", "authored", "added_lines", "removed_lines")
+
+
+def parse_people(out):
+	"""[(who, role, section)] of get_maintainer.pl's output."""
+	people = []
+	for ln in (out or "").splitlines():
+		m = re.match(r"^(.*?>|\S+@\S+)\s+\(([^:()]+)(?::(.*))?\)\s*$", ln.strip())
+		if m:
+			people.append((m.group(1).strip(), m.group(2).strip(), (m.group(3) or "").strip()))
+	return people
+
+
+def find_recipients(kdir, files):
+	"""{to, cc, how} for the touched files: every maintainer and supporter
+	get_maintainer.pl names goes to To, every reviewer and list to Cc.
+	A file no section but THE REST covers (no one is addressed for it):
+	with a git KDIR, the people of its git log, as get_maintainer.pl's
+	--git-fallback does by default; without git, or when that finds no
+	one, the people of the nearest section that covers a parent directory.
+	how says which."""
+	git = os.path.isdir(os.path.join(kdir, ".git"))
+	out = get_maintainer(kdir, ["--no-git"] + ([] if git else ["--no-git-fallback"]) +
+			     [x for rel in files for x in ("-f", rel)])
+	if out is None:
+		return {"to": [], "cc": [], "how": "Recipients: none found: KDIR has no MAINTAINERS or "
+			"scripts/get_maintainer.pl."}
+	people = parse_people(out)
 	to, cc = [], []
-	for ln in r.stdout.splitlines():
-		m = re.match(r"^(.*?>|\S+@\S+)\s+\(([^:()]+)(?::.*)?\)\s*$", ln.strip())
-		if not m:
-			continue
-		who, role = m.group(1).strip(), m.group(2).strip()
-		dest = to if role in ("maintainer", "supporter", "odd fixer", "chief penguin") else cc
+	has_m = any(r in ROLE_TO for w, r, s in people)
+	for who, role, sec in people:
+		dest = to if role in ROLE_TO or (role in GIT_ROLES and not has_m) else cc
 		if who not in to and who not in cc:
 			dest.append(who)
-	return to, cc
+	secs = list(dict.fromkeys(s for w, r, s in people if r in ROLE_TO + ("reviewer",) and s))
+	how = ["Recipients: scripts/get_maintainer.pl %s -f on the touched files: the maintainers %s are To, the "
+	       "reviewers and lists Cc." % ("(its default --git-fallback: KDIR is a git tree)" if git else
+					    "--no-git-fallback (KDIR is not a git tree)",
+					    "of " + ", ".join(secs) if secs else "it names")]
+	orphans = [rel for rel in files if section_of(kdir, rel, seccache_of(kdir)).get("via") or
+		   not any(s["name"] != "THE REST" for s in file_sections(kdir, rel))]
+	gitp = [w for w, r, s in people if r in GIT_ROLES]
+	for rel in orphans:
+		how.append("No MAINTAINERS pattern covers %s (only THE REST, which addresses no one for it)." % rel)
+	if orphans and gitp:
+		how.append("As get_maintainer.pl does then, the people of the file's git log of the last year are "
+			   "addressed: %s." % ", ".join(gitp))
+	elif orphans and not any(r in ROLE_TO for w, r, s in people):
+		for rel in orphans:
+			d, sec = parent_section(kdir, rel)
+			if not d:
+				continue
+			up = parse_people(get_maintainer(kdir, ["--no-git", "--no-git-fallback", "-f", d]))
+			for who, role, s in up:
+				dest = to if role in ROLE_TO else cc
+				if who not in to and who not in cc:
+					dest.append(who)
+			how.append("%s, so the people of %s, the nearest section that covers a parent directory "
+				   "(get_maintainer.pl -f %s), are addressed instead." % (
+					   "KDIR's git log names no one for it" if git else "KDIR is not a git tree",
+					   sec["name"], d))
+	return {"to": to, "cc": cc, "how": " ".join(how)}
 
 
-def subject_prefix(netdev, git, entries):
-	"""A netdev series names its tree (maintainer-netdev.rst): [PATCH net]
-	only when KDIR is git and every patch has a Fixes: tag, else [PATCH
-	net-next], which needs none; [PATCH] elsewhere."""
-	if not netdev:
-		return "PATCH"
-	return "PATCH net" if git and entries and all(e["fixes_tag"] for e in entries) else "PATCH net-next"
+def recipients(kdir, files):
+	"""(To, Cc) of find_recipients()."""
+	r = find_recipients(kdir, files)
+	return r["to"], r["cc"]
 
 
 def is_netdev(rcpt):
@@ -1746,52 +1868,98 @@ def make_series(a, kdir, tid, series, others, records, table, signoff, author, l
 					"confidence": min((fs[0]["fix"]["confidence"] for n, fs in g), key=CONFIDENCES.index,
 							  default="low"),
 					"caveats": [c for n, fs in g for c in fs[0]["fix"]["caveats"]],
-					"fixes_tag": "; ".join(tags), "tested_text": tested_paragraph(fps, records),
-					"found_text": found_line(fps, records),
+					"fixes_tag": "; ".join(tags), "fixes_hint": fixes_hint(g),
+					"tested_text": tested_paragraph(fps, records), "found_text": found_line(fps, records),
 					"effects": [effect_inputs(kdir, fs, table) for n, fs in g],
 					"effect_text": effect_paragraphs([effect_inputs(kdir, fs, table) for n, fs in g],
 									 records),
 					"test_status": patch_status(fps, records)})
 		if not entries:
 			continue
-		rcpt = recipients(kdir, sfiles)
-		to, cc = rcpt
-		if not to:
-			to, cc = cc[:1], cc[1:]
-		sprefix = subject_prefix(is_netdev(rcpt), git, entries)
-		os.makedirs(os.path.join(tmp, sdir))
-		cmd = ["format-patch", "-q", "--cover-letter", "--thread", "-o", os.path.join(tmp, sdir),
-		       "--subject-prefix=" + sprefix]
-		if real:
-			cmd.append("--base=" + real)
-		cmd += ["--to=" + x for x in to] + ["--cc=" + x for x in cc] + ["%s..HEAD" % base]
-		repo.git(*cmd, "--")
-		made = sorted(os.listdir(os.path.join(tmp, sdir)))
-		cover_name = [m for m in made if m.startswith("0000-")][0]
-		pnames = [m for m in made if not m.startswith("0000-")]
-		for e, pn in zip(entries, pnames):
-			e["patch"] = os.path.join(sdir, pn)
-			pp = os.path.join(tmp, sdir, pn)
-			with open(pp, errors="surrogateescape") as f:
-				text = below_dashes(f.read(), notes(e["fingerprints"], records, e.get("kind", "")))
-			with open(pp, "w", errors="surrogateescape") as f:
-				f.write(text)
-			e["checkpatch"] = checkpatch(kdir, os.path.join(tmp, sdir, pn), bool(signoff))
-		am = git_am(kdir, sfiles, [os.path.join(tmp, e["patch"]) for e in entries], work, author, date)
-		for i, e in enumerate(entries):
-			e["applies"] = i < am["applied"]
-		ent = {"section": sname, "maintainers": sec["M"], "reviewers": sec["R"], "lists": sec["L"],
-		       "to": to, "cc": cc, "subject_prefix": sprefix, "dir": sdir,
-		       "cover": os.path.join(sdir, cover_name), "files": sfiles, "git_am": am, "patches": entries}
-		ro = [(f, w) for f, w in others if section_of(kdir, f["file"], seccache_of(kdir))["name"] == sname]
-		manifest.setdefault("woken_stops", woken_stops(kdir))
-		fill_cover(os.path.join(tmp, ent["cover"]), ent, ro, manifest, tid)
+		ent = format_series(kdir, tid, repo, base, real, sname, sec, sdir, sfiles, entries, others, manifest,
+				    signoff, author, date, tmp, work, records)
 		manifest["series"].append(ent)
 	for f, why in others:
 		manifest["report_only"].append({"fingerprint": f["fingerprint"], "file": f["file"],
 						"function": f["function"], "status": f["fix"]["status"],
 						"reason": why, "message": f["message"]})
 	return manifest
+
+
+def format_series(kdir, tid, repo, base, real, sname, sec, sdir, sfiles, entries, others, manifest, signoff,
+		  author, date, tmp, work, records):
+	"""git format-patch of one series, its checks and its cover letter: the
+	series.json entry.  A series of one patch has no cover letter and no
+	1/1: what the cover letter would say goes below its '---' line, and
+	"cover" names the patch itself."""
+	rcpt = find_recipients(kdir, sfiles)
+	to, cc = rcpt["to"], rcpt["cc"]
+	if not to:
+		to, cc = cc[:1], cc[1:]
+	tree = []
+	row = tree_of(kdir, sfiles, tree)
+	sprefix = subject_prefix(row)
+	one = len(entries) == 1
+	os.makedirs(os.path.join(tmp, sdir))
+	cmd = ["format-patch", "-q", "--thread", "-o", os.path.join(tmp, sdir), "--subject-prefix=" + sprefix]
+	cmd.append("--no-numbered" if one else "--cover-letter")
+	if real:
+		cmd.append("--base=" + real)
+	cmd += ["--to=" + x for x in to] + ["--cc=" + x for x in cc] + ["%s..HEAD" % base]
+	repo.git(*cmd, "--")
+	made = sorted(os.listdir(os.path.join(tmp, sdir)))
+	pnames = [m for m in made if not m.startswith("0000-")]
+	for e, pn in zip(entries, pnames):
+		e["patch"] = os.path.join(sdir, pn)
+		pp = os.path.join(tmp, sdir, pn)
+		with open(pp, errors="surrogateescape") as f:
+			text = below_dashes(f.read(), notes(e["fingerprints"], records, e.get("kind", "")))
+		with open(pp, "w", errors="surrogateescape") as f:
+			f.write(text)
+		e["checkpatch"] = checkpatch(kdir, pp, bool(signoff))
+	paths = [os.path.join(tmp, e["patch"]) for e in entries]
+	am = git_am(kdir, sfiles, paths, work, author, date)
+	cover = entries[0]["patch"] if one else os.path.join(sdir, [m for m in made if m.startswith("0000-")][0])
+	ent = {"section": sname, "maintainers": sec["M"], "reviewers": sec["R"], "lists": sec["L"],
+	       "to": to, "cc": cc, "recipients_how": rcpt["how"], "subject_prefix": sprefix,
+	       "tree": tree_note(row, tree), "dir": sdir, "cover": cover, "cover_letter": not one, "files": sfiles,
+	       "git_am": am, "patches": entries}
+	ro = [(f, w) for f, w in others if section_of(kdir, f["file"], seccache_of(kdir))["name"] == sname]
+	manifest.setdefault("woken_stops", woken_stops(kdir))
+	fill_cover(os.path.join(tmp, cover), ent, ro, manifest, tid)
+	if one:
+		# the notes are in the patch now: git am must still take it
+		ent["git_am"] = git_am(kdir, sfiles, paths, work, author, date)
+		if ent["git_am"]["applied"] != am["applied"]:
+			fix_note(os.path.join(tmp, cover), "git am:", am_note(ent, tid))
+	for i, e in enumerate(entries):
+		e["applies"] = i < ent["git_am"]["applied"]
+	return ent
+
+
+def tree_note(row, tree):
+	"""The cover letter's line on the tree in the subject (tree_tags.json)."""
+	if not row:
+		why = tree[0] if tree and isinstance(tree[0], str) else (
+			"no MAINTAINERS section that covers the touched files names a tree whose maintainers ask for its name in the "
+			"subject (scripts/nestsleep/series/tree_tags.json)")
+		return "Tree: no tree in the subject: %s." % why
+	_, secname, url = tree[0]
+	return ("Tree: [PATCH %s]: %s names the %s tree (T: %s); %s. These patches fix a bug, so they are for %s, "
+		"not %s (%s)." % (row["fixes"], secname, row["name"], url, row["why_fixes"], row["fixes"], row["next"],
+				  row["source"][0]))
+
+
+def fixes_hint(g):
+	"""How to find the commit a Fixes: tag of one patch (group) names."""
+	out = []
+	for name, fs in g:
+		f = fs[0]
+		call = f.get("call") or (f.get("chain") or ["?"])[0].split("=")[-1]
+		out.append("%s(): the later of the commit that added its %s() wait (git log -L :%s:%s) and the one "
+			   "that added its call to %s() (git log -S'%s(' -- %s)" % (
+				   f["function"], f["primitive"], f["function"], f["file"], call, call, f["file"]))
+	return "; ".join(out)
 
 
 _SECCACHE = {}
@@ -1821,6 +1989,8 @@ def cover_prefix(ent):
 def checkpatch_note(ent):
 	"""The cover letter's checkpatch line, from each patch's record."""
 	n = len(ent["patches"])
+	if n == 1 and ent["patches"][0]["checkpatch"]["status"] != "not run":
+		return "checkpatch.pl: %s." % ent["patches"][0]["checkpatch"]["status"]
 	if all(e["checkpatch"]["status"] == "not run" for e in ent["patches"]):
 		return "checkpatch.pl: not run (%s)." % ent["patches"][0]["checkpatch"].get(
 			"output", "KDIR has no scripts/checkpatch.pl")
@@ -1900,52 +2070,86 @@ def cover_how(kinds, n, git):
 	return ". ".join(parts)
 
 
-def cover_blurb(ent, ro, manifest, tid):
+def am_note(ent, tid):
+	am = ent["git_am"]
+	if am["total"] == 1:
+		return "git am: the patch %s to the files of %s." % ("applies" if am["applied"] else "does not apply", tid)
+	return "git am: %d of %d patches apply in order to the files of %s." % (am["applied"], am["total"], tid)
+
+
+def fixes_note(ent, manifest):
+	"""What a Fixes: tag should name, for the patches that have none."""
 	n = len(ent["patches"])
-	kinds = cover_kinds(ent)
-	paras = [wrap("This series fixes nested sleeps in the %s section of MAINTAINERS: in each, a function "
-		      "that may sleep is called while the task state is already set for an outer wait. %s; each "
-		      "changelog says what the nested sleep does for that shape of wait (%s)." % (
-			      ent["section"], cover_how(kinds, n, manifest["git"]), LWN))]
-	items = []
-	for i, e in enumerate(ent["patches"], 1):
-		one = "  %d/%d %s (confidence: %s)" % (i, n, e["subject"], e["confidence"])
-		items.append(one if len(one) <= 75 else "  %d/%d %s\n      (confidence: %s)" % (
-			i, n, e["subject"], e["confidence"]))
-	paras.append("\n".join(items))
-	paras.append(wrap("The findings and the patches were generated by nestsleep (%s); the patches in this "
-			  "series were chosen from the %s. The tool resolves calls through function pointers by "
-			  "struct type, and it follows calls, not the conditions around them, so a chain can name a "
-			  "path that does not run while the state is set; each changelog says which chain it saw." % (
-				  RULE, manifest["selection"])))
-	if manifest.get("woken_stops") and kinds.get("woken"):
-		who = "every patch makes" if len(kinds["woken"]) == n else "%s make%s" % (
-			patch_numbers(kinds["woken"], n).lower(), "s" if len(kinds["woken"]) == 1 else "")
-		paras.append(wrap(("One change %s: wait_woken() does not sleep in a kthread that is " % who) +
-				  "being %s (it tests %s, kernel/sched/wait.c), so such a kthread waiting in one of "
-				  "these loops tests the condition again without sleeping until the condition holds, "
-				  "where the old wait slept between wakeups." % tuple(manifest["woken_stops"])))
+	missing = [(i, e) for i, e in enumerate(ent["patches"], 1) if not e["fixes_tag"]]
+	if not missing:
+		return None
+	why = ("KDIR is not a git tree, so there is no Fixes: tag" if not manifest["git"] else
+	       "no commit was found for a Fixes: tag of %s" % ("this patch" if n == 1 else "%d of the patches" % len(missing)))
+	return ("Fixes: %s. Before sending, add one naming %s" % (why, "; ".join(
+		("" if n == 1 else "for %d/%d, " % (i, n)) + e.get("fixes_hint", "the commit that added the wait or its "
+								  "sleeping call, whichever is later")
+		for i, e in missing)) + ", run in the maintainer's tree.")
+
+
+def cover_notes(ent, manifest, tid):
 	notes = []
 	if manifest["git"]:
 		notes.append("Made with git format-patch on %s (base-commit below)." % tid)
 	else:
-		notes.append("Base: %s, which is not a git tree, so there is no base-commit "
-			     "and no Fixes: tag. The series must be rebased onto the maintainer's tree before it is "
-			     "sent." % tid)
-		if is_netdev((ent["to"], ent["cc"])):
-			notes.append("netdev: with no git base there is no Fixes: tag, so the subjects say [PATCH "
-				     "net-next]. To send them to net as fixes instead, rebase onto net and add a Fixes: "
-				     "tag naming the commit that added each wait or its sleeping call, whichever is later "
-				     "(Documentation/process/maintainer-netdev.rst).")
+		notes.append("Base: %s, which is not a git tree, so there is no base-commit and no Fixes: tag. The %s "
+			     "must be rebased onto the maintainer's tree before it is sent." % (
+				     tid, "series" if ent["cover_letter"] else "patch"))
+	notes.append(ent["tree"])
+	f = fixes_note(ent, manifest)
+	if f:
+		notes.append(f)
+	notes.append(ent["recipients_how"])
 	if not manifest["signoff"]:
-		notes.append("Not signed off: these patches carry no Signed-off-by, and From: is a placeholder to "
-			     "replace with the sender. They must be signed before they are sent: git am -s, or re-run "
-			     "make fixes with SIGNOFF=1 or SIGNOFF=\"Name <mail>\".")
-	am = ent["git_am"]
-	notes.append("git am: %d of %d patches apply in order to the files of %s." % (am["applied"], am["total"], tid))
+		notes.append("Not signed off: %s no Signed-off-by, and From: is a placeholder to replace with the "
+			     "sender. %s: git am -s, or re-run make fixes with SIGNOFF=1 or SIGNOFF=\"Name <mail>\"." % (
+				     ("these patches carry", "They must be signed before they are sent") if ent["cover_letter"]
+				     else ("this patch carries", "It must be signed before it is sent")))
+	notes.append(am_note(ent, tid))
 	notes.append(checkpatch_note(ent))
 	notes.append(testing_note(ent, manifest["tests"]))
-	paras.append("\n".join(wrap("- " + x).replace("\n", "\n  ") for x in notes))
+	return "\n".join(wrap("- " + x).replace("\n", "\n  ") for x in notes)
+
+
+def cover_blurb(ent, ro, manifest, tid):
+	"""The cover letter's text; for a lone patch, the notes below its
+	'---' line (no list of patches, the same facts)."""
+	n = len(ent["patches"])
+	one = not ent["cover_letter"]
+	kinds = cover_kinds(ent)
+	paras = []
+	if not one:
+		paras.append(wrap("This series fixes nested sleeps in the %s section of MAINTAINERS: in each, a "
+				  "function that may sleep is called while the task state is already set for an outer "
+				  "wait. %s; each changelog says what the nested sleep does for that shape of wait (%s)." % (
+					  ent["section"], cover_how(kinds, n, manifest["git"]), LWN)))
+		items = []
+		for i, e in enumerate(ent["patches"], 1):
+			x = "  %d/%d %s (confidence: %s)" % (i, n, e["subject"], e["confidence"])
+			items.append(x if len(x) <= 75 else "  %d/%d %s\n      (confidence: %s)" % (
+				i, n, e["subject"], e["confidence"]))
+		paras.append("\n".join(items))
+	paras.append(wrap("The findings and the patch%s were generated by nestsleep (%s); %s chosen from the %s%s. "
+			  "The tool resolves calls through function pointers by struct type, and it follows calls, not "
+			  "the conditions around them, so a chain can name a path that does not run while the state "
+			  "is set; %s says which chain it saw." % (
+				  "" if one else "es", RULE, "this patch was" if one else "the patches in this series were",
+				  manifest["selection"], " (confidence: %s)" % ent["patches"][0]["confidence"] if one else "",
+				  "the changelog" if one else "each changelog")))
+	if manifest.get("woken_stops") and kinds.get("woken"):
+		who = "this patch" if one else "every patch" if len(kinds["woken"]) == n else \
+			patch_numbers(kinds["woken"], n).lower()
+		paras.append(wrap("One change %s make%s: wait_woken() does not sleep in a kthread that is being %s (it "
+				  "tests %s, kernel/sched/wait.c), so such a kthread waiting in %s tests the condition "
+				  "again without sleeping until the condition holds, where the old wait slept between "
+				  "wakeups." % ((who, "" if not one and len(kinds["woken"]) > 1 and len(kinds["woken"]) < n
+						 else "s") + tuple(manifest["woken_stops"]) +
+						("this loop" if one else "one of these loops",)))
+	paras.append(cover_notes(ent, manifest, tid))
 	if ro:
 		paras.append(wrap("Also found in this section, with no patch here:") + "\n" + "\n".join(
 			"  %s: %s(): %s" % (f["file"], f["function"], noline(w)) for f, w in ro))
@@ -1953,12 +2157,30 @@ def cover_blurb(ent, ro, manifest, tid):
 
 
 def fill_cover(path, ent, ro, manifest, tid):
+	"""Fill the cover letter; for a lone patch, put the same text below its
+	'---' line (git am does not take it into the commit)."""
 	with open(path, errors="surrogateescape") as f:
 		text = f.read()
-	text = text.replace("*** SUBJECT HERE ***", "%s fix nested sleeps found by nestsleep" % cover_prefix(ent))
-	text = text.replace("*** BLURB HERE ***", cover_blurb(ent, ro, manifest, tid))
+	if ent["cover_letter"]:
+		text = text.replace("*** SUBJECT HERE ***", "%s fix nested sleeps found by nestsleep" % cover_prefix(ent))
+		text = text.replace("*** BLURB HERE ***", cover_blurb(ent, ro, manifest, tid))
+	else:
+		head, sep, rest = text.partition("\n---\n")
+		text = head + sep + cover_blurb(ent, ro, manifest, tid) + "\n\n" + rest
 	with open(path, "w", errors="surrogateescape") as f:
 		f.write(text)
+
+
+def fix_note(path, head, note):
+	"""Replace the note that starts with head in a cover letter (or in the
+	notes of a lone patch)."""
+	with open(path, errors="surrogateescape") as f:
+		text = f.read()
+	m = re.search(r"- %s.*?(?=\n\n|\n- |\Z)" % re.escape(head), text, re.S)
+	if m:
+		text = text[:m.start()] + wrap("- " + note).replace("\n", "\n  ") + text[m.end():]
+		with open(path, "w", errors="surrogateescape") as f:
+			f.write(text)
 
 
 # ---------------------------------------------------------------------------
@@ -2008,16 +2230,10 @@ def rewrite_tests(out, man, kdir=None):
 			e["tested_text"] = new
 			e["test_status"] = patch_status(e["fingerprints"], recs)
 		cp = os.path.join(out, s["cover"])
-		with open(cp, errors="surrogateescape") as f:
-			text = f.read()
-		for head, note in (("Testing, from the records in series\\.json:", testing_note(s, recs)),
-				   ("checkpatch\\.pl:", checkpatch_note(s))):
-			m = re.search(r"- %s.*?(?=\n\n|\n- |\Z)" % head, text, re.S)
-			if m:
-				note = wrap("- " + note).replace("\n", "\n  ")
-				text = text[:m.start()] + note + text[m.end():]
-			with open(cp, "w", errors="surrogateescape") as f:
-				f.write(text)
+		s.setdefault("cover_letter", True)
+		for head, note in (("Testing, from the records in series.json:", testing_note(s, recs)),
+				   ("checkpatch.pl:", checkpatch_note(s))):
+			fix_note(cp, head, note)
 	return n
 
 
