@@ -438,20 +438,14 @@ class RecipientsTest(unittest.TestCase):
 		self.assertTrue(any("miquel.raynal@bootlin.com" in x for x in to), to)
 		self.assertIn("linux-mtd@lists.infradead.org", cc)
 
-	def test_netdev(self):
-		if not os.path.isfile(os.path.join(T612, "scripts", "get_maintainer.pl")):
-			self.skipTest("no 6.12 tree")
-		self.assertTrue(fixes.is_netdev(fixes.recipients(T612, ["drivers/net/xen-netfront.c"])))
-		self.assertFalse(fixes.is_netdev(fixes.recipients(T612, ["drivers/mtd/spi-nor/core.c"])))
-
 
 class NetPrefixTest(unittest.TestCase):
-	def test_patch_net_only_with_fixes_on_git(self):
-		tagged = [{"fixes_tag": 'abcdef012345 ("x: y")'}]
-		self.assertEqual(fixes.subject_prefix(True, True, tagged), "PATCH net")
-		self.assertEqual(fixes.subject_prefix(True, False, tagged), "PATCH net-next")
-		self.assertEqual(fixes.subject_prefix(True, True, tagged + [{"fixes_tag": ""}]), "PATCH net-next")
-		self.assertEqual(fixes.subject_prefix(False, True, tagged), "PATCH")
+	def test_fixes_go_to_the_fixes_tree(self):
+		# every patch fixes a bug: [PATCH net] (maintainer-netdev.rst), with
+		# or without a Fixes: tag found here; the notes say what to name
+		row = [r for r in fixes.TREE_TAGS if r["name"] == "netdev"][0]
+		self.assertEqual(fixes.subject_prefix(row), "PATCH net")
+		self.assertEqual(fixes.subject_prefix(None), "PATCH")
 
 
 class FixesTagTest(unittest.TestCase):

@@ -218,3 +218,30 @@ class NobodyAddressedTest(unittest.TestCase):
 
 if __name__ == "__main__":
 	unittest.main()
+
+
+class CommittedSeriesTreeTest(unittest.TestCase):
+	"""The committed series follow the rule: the subject names the tree
+	tree_of() finds for the series' files (or none), and a series of one
+	patch has no cover letter and no 1/1.  Fails until the lead makes
+	the series again."""
+
+	def test_committed_subjects(self):
+		bad = []
+		for tid, tree in TREES.items():
+			if not os.path.isfile(os.path.join(tree, "MAINTAINERS")):
+				self.skipTest("no %s tree" % tid)
+			out = os.path.join(TOP, "reports", "fixes", tid)
+			man = read_json(os.path.join(out, "series.json"))
+			for s in man["series"]:
+				want = fixes.subject_prefix(fixes.tree_of(tree, s["files"]))
+				one = len(s["patches"]) == 1
+				if one and any(x.startswith("0000-") for x in os.listdir(os.path.join(out, s["dir"]))):
+					bad.append("%s/%s: a cover letter for one patch" % (tid, s["dir"]))
+				for p in s["patches"]:
+					subj = re.search(r"(?m)^Subject: (\[[^\]]*\])", read(os.path.join(out, p["patch"]))).group(1)
+					exp = r"\[%s\]" % re.escape(want) if one else r"\[%s \d+/%d\]" % (re.escape(want),
+													len(s["patches"]))
+					if not re.match("^%s$" % exp, subj):
+						bad.append("%s/%s: %s, not %s" % (tid, p["patch"], subj, want))
+		self.assertEqual(bad, [], "\n".join(bad))

@@ -459,11 +459,6 @@ def recipients(kdir, files):
 	return r["to"], r["cc"]
 
 
-def is_netdev(rcpt):
-	"""Whether netdev@vger.kernel.org is among the recipients."""
-	return any(re.search(r"\bnetdev@vger\.kernel\.org\b", x) for x in rcpt[0] + rcpt[1])
-
-
 # ---------------------------------------------------------------------------
 # How a wait is reached
 
@@ -2105,7 +2100,7 @@ def cover_notes(ent, manifest, tid):
 		notes.append(f)
 	notes.append(ent["recipients_how"])
 	if not manifest["signoff"]:
-		notes.append("Not signed off: %s no Signed-off-by, and From: is a placeholder to replace with the "
+		notes.append("Not signed off: %s no sign-off line, and From: is a placeholder to replace with the "
 			     "sender. %s: git am -s, or re-run make fixes with SIGNOFF=1 or SIGNOFF=\"Name <mail>\"." % (
 				     ("these patches carry", "They must be signed before they are sent") if ent["cover_letter"]
 				     else ("this patch carries", "It must be signed before it is sent")))
