@@ -1917,7 +1917,7 @@ def format_series(kdir, tid, repo, base, real, sname, sec, sdir, sfiles, entries
 	cover = entries[0]["patch"] if one else os.path.join(sdir, [m for m in made if m.startswith("0000-")][0])
 	ent = {"section": sname, "maintainers": sec["M"], "reviewers": sec["R"], "lists": sec["L"],
 	       "to": to, "cc": cc, "recipients_how": rcpt["how"], "subject_prefix": sprefix,
-	       "tree": tree_note(row, tree), "dir": sdir, "cover": cover, "cover_letter": not one, "files": sfiles,
+	       "tree": tree_note(row, tree, one), "dir": sdir, "cover": cover, "cover_letter": not one, "files": sfiles,
 	       "git_am": am, "patches": entries}
 	ro = [(f, w) for f, w in others if section_of(kdir, f["file"], seccache_of(kdir))["name"] == sname]
 	manifest.setdefault("woken_stops", woken_stops(kdir))
@@ -1932,7 +1932,7 @@ def format_series(kdir, tid, repo, base, real, sname, sec, sdir, sfiles, entries
 	return ent
 
 
-def tree_note(row, tree):
+def tree_note(row, tree, one=False):
 	"""The cover letter's line on the tree in the subject (tree_tags.json)."""
 	if not row:
 		why = tree[0] if tree and isinstance(tree[0], str) else (
@@ -1940,9 +1940,10 @@ def tree_note(row, tree):
 			"subject (scripts/nestsleep/series/tree_tags.json)")
 		return "Tree: no tree in the subject: %s." % why
 	_, secname, url = tree[0]
-	return ("Tree: [PATCH %s]: %s names the %s tree (T: %s); %s. These patches fix a bug, so they are for %s, "
-		"not %s (%s)." % (row["fixes"], secname, row["name"], url, row["why_fixes"], row["fixes"], row["next"],
-				  row["source"][0]))
+	return ("Tree: [PATCH %s]: %s names the %s tree (T: %s); %s. %s a bug, so %s for %s, not %s (%s)." % (
+		row["fixes"], secname, row["name"], url, row["why_fixes"],
+		"This patch fixes" if one else "These patches fix", "it is" if one else "they are", row["fixes"],
+		row["next"], row["source"][0].split(" (")[0]))
 
 
 def fixes_hint(g):
