@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # nestsleep: find and fix nested sleeps in Linux kernel wait loops.
 #
-#   make coccicheck [MODE=report|context|org] [KDIR=] [M=] [COCCI=] [J=] [V=1]
-#                   [SPFLAGS=] [DEBUG_FILE=]
+#   make coccicheck [MODE=report|patch|context|org] [KDIR=] [M=] [COCCI=] [J=] [V=1]
+#                   [SPFLAGS=] [DEBUG_FILE=] [CONFIDENCE=high|medium|low]
 #   make check      run the whole test suite
 #   make setup      install the Debian packages and unpack the 6.1 and 6.12 trees
 #
 # The knobs mean what they mean for the kernel's own 'make coccicheck'.
+# CONFIDENCE= is nestsleep's own: MODE=patch rewrites only the fixes of that
+# confidence or better (high by default), as make fixes selects them.
 
 PYTHON      := /usr/bin/python3
 # the product is the package scripts/nestsleep/ (and the boot harness
@@ -48,7 +50,9 @@ all: help
 
 help:
 	@echo 'nestsleep targets:'
-	@echo '  coccicheck  - find nested sleeps (MODE=report|context|org, KDIR=, M=, COCCI=, J=, V=1, SPFLAGS=, DEBUG_FILE=)'
+	@echo '  coccicheck  - find nested sleeps (MODE=report|patch|context|org, KDIR=, M=, COCCI=, J=, V=1, SPFLAGS=,'
+	@echo '                DEBUG_FILE=, CONFIDENCE=). MODE=patch prints the diff of the fixes of CONFIDENCE= (high,'
+	@echo '                the default; medium or low select more) and names each finding it left out on stderr.'
 	@echo '  check       - run the test suite (fixtures, unit tests, real-tree checks)'
 	@echo '  bench       - time whole-tree runs (cold, warm, incremental, M=drivers/md) against the kernel'"'"'s call_kern.cocci'
 	@echo '  fixes       - write patch series per MAINTAINERS section to OUT= (KDIR=, M=, SIGNOFF=, CONFIDENCE=, BUILD=)'
@@ -77,7 +81,7 @@ first-use:
 coccicheck: first-use
 	@$(NS) coccicheck --kdir="$(KDIR)" --mode="$(MODE)" --m="$(M)" \
 		--cocci="$(COCCI)" --spflags="$(SPFLAGS)" --debug-file="$(DEBUG_FILE)" \
-		--jobs="$(J)" --verbose="$(V)" --timeout="$(TIMEOUT)"
+		--jobs="$(J)" --verbose="$(V)" --timeout="$(TIMEOUT)" --confidence="$(CONFIDENCE)"
 
 check:
 	@bash scripts/setup.sh >&2

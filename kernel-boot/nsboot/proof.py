@@ -57,7 +57,9 @@ def derive_after(out: str, kdir: str = '') -> Dict[str, object]:
 	"""Generate after.c (and the converted runner) with nestsleep MODE=patch,
 	run as on an external module: KDIR= the kernel tree the proof boots (so
 	that the waker rule reads that tree's wait_woken()), M= a copy of the
-	module.  Without a tree, the module copy is its own KDIR."""
+	module.  Without a tree, the module copy is its own KDIR.  Every
+	rewrite, whatever its confidence (CONFIDENCE=low): the proof boots
+	them all."""
 	tmp = tempfile.mkdtemp(prefix='nsboot-after-')
 	try:
 		mod = os.path.join(tmp, 'module')
@@ -65,10 +67,12 @@ def derive_after(out: str, kdir: str = '') -> Dict[str, object]:
 		for n in ('before.c', 'nestsleep_test.c', 'nst.h'):
 			shutil.copy(os.path.join(MODULE_DIR, n), mod)
 		if kdir and os.path.isfile(os.path.join(kdir, 'Makefile')):
-			opts = pipeline.Options(kdir=kdir, m=mod, mode='patch', cache=cache_dir())
+			opts = pipeline.Options(kdir=kdir, m=mod, mode='patch', cache=cache_dir(), confidence='low')
 		else:
-			opts = pipeline.Options(kdir=mod, mode='patch', cache=os.path.join(cache_dir(), 'test-cache'))
-		print('$ nestsleep coccicheck --mode patch --kdir %s%s' % (opts.kdir, (' --m ' + opts.m) if opts.m else ''),
+			opts = pipeline.Options(kdir=mod, mode='patch', cache=os.path.join(cache_dir(), 'test-cache'),
+						confidence='low')
+		print('$ nestsleep coccicheck --mode patch --confidence low --kdir %s%s' % (
+			opts.kdir, (' --m ' + opts.m) if opts.m else ''),
 		      flush=True)
 		try:
 			res = pipeline.check(opts)

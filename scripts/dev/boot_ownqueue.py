@@ -216,7 +216,7 @@ def run(cmd: Sequence[str], cwd: str = "", inp: str = "") -> subprocess.Complete
 
 def generate_fix(scratch: str, jobs: int) -> Tuple[str, str, List[str]]:
 	"""(the MODE=patch diff, an error, the command) for the two files."""
-	cmd = [PY, "-m", "nestsleep", "coccicheck", "--kdir", scratch, "--mode", "patch",
+	cmd = [PY, "-m", "nestsleep", "coccicheck", "--kdir", scratch, "--mode", "patch", "--confidence", "low",
 	       "-j", str(jobs), "--only"] + list(FILES)
 	p = run(cmd)
 	if p.returncode != 0:

@@ -332,10 +332,13 @@ def diff_files(text):
 
 def nestsleep(files, mode, verbose):
 	"""The checker on the scratch tree, in this process:
-	(0 or 2, the mode's output, the error, findings)."""
-	opts = pipeline.Options(kdir=SRC, mode=mode, only=list(files))
+	(0 or 2, the mode's output, the error, findings).  MODE=patch
+	rewrites every fix, whatever its confidence (CONFIDENCE=low): each
+	case is compiled."""
+	opts = pipeline.Options(kdir=SRC, mode=mode, only=list(files), confidence="low")
 	if verbose:
-		diag("$ nestsleep coccicheck --kdir %s --mode %s --only %s" % (SRC, mode, " ".join(files)))
+		diag("$ nestsleep coccicheck --kdir %s --mode %s%s --only %s" % (
+			SRC, mode, " --confidence low" if mode == "patch" else "", " ".join(files)))
 	try:
 		res = pipeline.check(opts)
 	except pipeline.UserError as e:

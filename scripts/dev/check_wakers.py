@@ -290,7 +290,8 @@ def run_patch(tool, kdir, m, only, cache):
 	"""MODE=patch: (findings, diff).  In this process, or with tool, that
 	program (another version's nestsleep.py) as a command."""
 	if not tool:
-		opts = pipeline.Options(kdir=kdir, m=m or "", mode="patch", jobs=2, only=only, cache=cache)
+		opts = pipeline.Options(kdir=kdir, m=m or "", mode="patch", jobs=2, only=only, cache=cache,
+					confidence="low")
 		try:
 			res = pipeline.check(opts)
 		except pipeline.UserError as e:

@@ -123,7 +123,7 @@ def main(argv):
 	if not a.json:
 		a.json = os.path.join(CACHE, "compile-all", "findings.json")
 		os.makedirs(os.path.dirname(a.json), exist_ok=True)
-		opts = pipeline.Options(kdir=kdir, mode="patch", json=a.json)
+		opts = pipeline.Options(kdir=kdir, mode="patch", json=a.json, confidence="low")
 		try:
 			res = pipeline.check(opts)
 		except pipeline.UserError as e:

@@ -55,7 +55,7 @@ def _coccicheck(a):
 	from nestsleep.analysis import pipeline
 	opts = pipeline.Options(kdir=a.kdir, mode=a.mode, m=a.m, cocci=a.cocci, spflags=a.spflags,
 				debug_file=a.debug_file, jobs=a.jobs, verbose=a.verbose, timeout=a.timeout,
-				cache=a.cache, only=a.only, json=a.json)
+				cache=a.cache, only=a.only, json=a.json, confidence=a.confidence)
 	return pipeline.main(opts)
 
 
@@ -111,6 +111,8 @@ def parser():
 	p.add_argument("--cache", default=cache_dir(), help="the cache root (NESTSLEEP_CACHE)")
 	p.add_argument("--only", nargs="*", default=None, help="match only these files (relative to KDIR)")
 	p.add_argument("--json", default="", help="also write the findings as JSON to this file")
+	p.add_argument("--confidence", default="high", help="MODE=patch: the lowest fix confidence to rewrite, "
+		       "high, medium or low (CONFIDENCE=); the others are named on stderr")
 	p.set_defaults(run=_coccicheck)
 
 	p = sub.add_parser("fixes", parents=[knobs(mode=False)], help="patch series per MAINTAINERS section")

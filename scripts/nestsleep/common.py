@@ -10,6 +10,20 @@ class UserError(Exception):
 	"""Bad input: reported as one line, exit status 2."""
 
 
+# a fix's confidence, best first: CONFIDENCE= (make fixes, MODE=patch) names
+# the lowest one taken
+CONFIDENCES = ("high", "medium", "low")
+
+
+def check_confidence(value):
+	"""CONFIDENCE= made lower case; UserError when it is not one of
+	CONFIDENCES."""
+	conf = (value or "").lower()
+	if conf not in CONFIDENCES:
+		raise UserError("CONFIDENCE=%s: give %s" % (value, ", ".join(CONFIDENCES[:-1]) + " or " + CONFIDENCES[-1]))
+	return conf
+
+
 def log(msg, prefix="nestsleep"):
 	"""Progress and notes go to stderr; stdout carries only the product."""
 	print("%s: %s" % (prefix, msg), file=sys.stderr, flush=True)

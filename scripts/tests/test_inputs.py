@@ -198,7 +198,7 @@ class OddFilesTest(Base):
 		return kdir
 
 	def patch_applies(self, kdir, rel, **env):
-		r = self.cli("--kdir", kdir, "--mode", "patch", env=dict(os.environ, **env))
+		r = self.cli("--kdir", kdir, "--mode", "patch", "--confidence", "low", env=dict(os.environ, **env))
 		self.assertEqual(r.returncode, 0, r.stderr)
 		self.assertNotIn("Traceback", r.stderr)
 		copy = os.path.join(self.tmp, "copy")

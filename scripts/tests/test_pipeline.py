@@ -25,7 +25,7 @@ class CheckTest(unittest.TestCase):
 		cls.tree = tempfile.mkdtemp(prefix="nestsleep-pipeline-")
 		for name in SHAPES:
 			shutil.copy(os.path.join(TOP, "fixtures", "report", name), cls.tree)
-		cls.opts = pipeline.Options(kdir=cls.tree, mode="patch", jobs=2,
+		cls.opts = pipeline.Options(kdir=cls.tree, mode="patch", jobs=2, confidence="low",
 					    cache=os.path.join(cache_dir(), "test-cache"))
 		cls.res = pipeline.check(cls.opts)
 

@@ -52,7 +52,7 @@ from nestsleep.analysis.scan import SKIP_DIRS, WAIT_WORDS, Facts, Tree, holds_so
 from nestsleep.analysis.waiters import derive_waiters, specialize_rule
 from nestsleep.analysis.wakecov import wake_coverage
 from nestsleep.cache import Cache
-from nestsleep.common import UserError, log, sha1
+from nestsleep.common import UserError, check_confidence, log, sha1
 from nestsleep.knowledge import Knowledge
 from nestsleep.model import NO_TARGET, FileFlag, Site, SitePath, Witness
 
@@ -78,7 +78,9 @@ KNOWLEDGE_CODE = _knowledge_code()
 class Options:
 	"""The coccicheck knobs (cli.py parses them) and the library's own:
 	cache (NESTSLEEP_CACHE), only (match only these files) and json (also
-	write the findings there)."""
+	write the findings there).  confidence (CONFIDENCE=): the lowest fix
+	confidence whose rewrite MODE=patch prints (analysis/report.py
+	patch_text); every finding gets its fix record all the same."""
 	kdir: str
 	mode: str = "report"
 	m: str = ""
@@ -92,6 +94,7 @@ class Options:
 	only: Optional[List[str]] = None
 	json: str = ""
 	m_abs: Optional[str] = None
+	confidence: str = "high"
 
 	def __post_init__(self):
 		if isinstance(self.spflags, str):
@@ -128,6 +131,7 @@ def check_inputs(a):
 		raise UserError("spatch not found on PATH; install it with: sudo apt-get install -y coccinelle")
 	if a.mode not in ("report", "context", "org", "patch"):
 		raise UserError("unknown MODE=%s (report, patch, context, org)" % a.mode)
+	a.confidence = check_confidence(a.confidence)
 	if not os.path.isdir(a.kdir):
 		raise UserError("no kernel tree at KDIR=%s" % a.kdir)
 	cocci = a.cocci or DEFAULT_COCCI

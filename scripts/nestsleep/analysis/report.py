@@ -9,7 +9,7 @@ import tempfile
 
 from nestsleep.analysis.match import cocci_options
 from nestsleep.analysis.summarize import confidence
-from nestsleep.common import log, sha1
+from nestsleep.common import CONFIDENCES, log, sha1
 from nestsleep.cache import Cache
 from nestsleep.fix import fixer, missed
 
@@ -150,21 +150,52 @@ def context_spatch(a, findings, tree):
 		shutil.rmtree(tmp, ignore_errors=True)
 
 
+def below_confidence(findings, conf):
+	"""The rewrites that MODE=patch leaves out at CONFIDENCE=conf:
+	{finding's index: why}, and the units ("file:function") left out.
+	As 'make fixes' selects without hand labels (series.select): a fix
+	below conf is left out, and so is every other fix of its unit, which
+	is one patch there."""
+	rank = CONFIDENCES.index(conf)
+	why, low = {}, {}
+	for i, f in enumerate(findings):
+		fx = f["fix"]
+		if fx["status"] == "patch" and CONFIDENCES.index(fx["confidence"]) > rank:
+			why[i] = "confidence %s below CONFIDENCE=%s" % (fx["confidence"], conf)
+			low.setdefault(fx["unit"], f)
+	for i, f in enumerate(findings):
+		fx = f["fix"]
+		if fx["status"] == "patch" and i not in why and fx["unit"] in low:
+			g = low[fx["unit"]]
+			why[i] = ("confidence %s, but the fix on line %d of the same function has confidence %s, below "
+				  "CONFIDENCE=%s, and they are one patch" % (fx["confidence"], g["line"], g["fix"]["confidence"],
+									    conf))
+	return why, set(low)
+
+
 def patch_text(a, findings, tree, facts, kn):
-	"""Patch mode: one unified diff for every finding with a safe rewrite.
-	The findings without one are listed on stderr with the reason."""
+	"""Patch mode: one unified diff for every finding with a safe rewrite
+	whose fix has confidence a.confidence or better.  The findings without
+	one, and those left out, are listed on stderr with the reason; their
+	fix records stay as they are (make fixes --json reads them)."""
 	fx = fixer.Fixer(a.kdir, kn, tree, facts, m_abs=a.m_abs)
 	units = fx.run([f for f in findings if f["kind"] != "missed_wakeup"])
 	# the missed wakeups: the waker's mode, or a wakeup after the write
 	units += missed.plan(fx, findings, Cache(a.cache))
-	diff = fixer.combined_diff(fx, units)
+	conf = getattr(a, "confidence", "low")
+	left, dropped = below_confidence(findings, conf)
+	kept = [u for u in units if "%s:%s" % (u.rel, u.func) not in dropped]
+	diff = fixer.combined_diff(fx, kept)
 	counts = {}
-	for f in findings:
+	for i, f in enumerate(findings):
 		fix = f["fix"]
 		counts[fix["status"]] = counts.get(fix["status"], 0) + 1
 		if fix["status"] != "patch":
 			log("%s:%d: %s: %s" % (f["file"], f["line"], "report only" if fix["status"] == "report-only"
 					       else "manual fix needed", fix["reason"]))
-	log("patch: %d functions rewritten; findings: %s" % (len(units), ", ".join(
-		"%d %s" % (n, k) for k, n in sorted(counts.items())) or "none"))
+		elif i in left:
+			log("%s:%d: %s: %s" % (f["file"], f["line"], f["function"], left[i]))
+	log("patch: %d functions rewritten%s; findings: %s" % (
+		len(kept), ", %d left out below CONFIDENCE=%s" % (len(units) - len(kept), conf) if dropped else "",
+		", ".join("%d %s" % (n, k) for k, n in sorted(counts.items())) or "none"))
 	return diff

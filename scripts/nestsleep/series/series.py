@@ -52,7 +52,7 @@ from nestsleep.series import reach
 from nestsleep.fix import includes
 from nestsleep.series.reach import reached_sentences
 from nestsleep.triage import treeid
-from nestsleep.common import UserError, sha1
+from nestsleep.common import CONFIDENCES, UserError, check_confidence, sha1
 from nestsleep.knowledge import Knowledge
 
 RULE = "cocci/nested_sleep.cocci"
@@ -65,7 +65,6 @@ WOKEN_FORM = 'the wait_woken() form that "sched/wait: Provide infrastructure to 
 WOKEN_FORM_GIT = ('the wait_woken() form that commit 61ada528dea0 ("sched/wait: Provide infrastructure to deal '
 		  'with nested blocking") added')
 NOT_TESTED = "Not compiled or boot-tested."
-CONFIDENCES = ("high", "medium", "low")
 # From: and the commits' identity when nobody has signed the series
 PLACEHOLDER = "REPLACE WITH YOUR NAME <replace-with-your-address@example.invalid>"
 
@@ -1706,12 +1705,15 @@ def series_subjects(prefixes, groups):
 
 def load_findings(a):
 	"""The findings of MODE=patch (with each one's fix), from --json or a
-	fresh run of the checker."""
+	fresh run of the checker.  Every finding has its fix record whatever
+	MODE=patch's CONFIDENCE=; select() picks the series' own, so the run
+	takes them all (CONFIDENCE=low), and says nothing of a selection that
+	is not the series'."""
 	if a.json:
 		with open(a.json) as f:
 			return json.load(f)
 	opts = pipeline.Options(kdir=a.kdir, mode="patch", m=a.m, jobs=a.jobs, verbose=a.verbose,
-				spflags=getattr(a, "spflags", ""))
+				spflags=getattr(a, "spflags", ""), confidence="low")
 	try:
 		res = pipeline.check(opts)
 	except pipeline.UserError as e:
@@ -1725,9 +1727,7 @@ def build(a):
 		raise UserError("no kernel tree at KDIR=%s" % a.kdir)
 	if not a.out:
 		raise UserError("OUT= is required: the directory to write the series to")
-	conf = (getattr(a, "confidence", "") or "high").lower()
-	if conf not in CONFIDENCES:
-		raise UserError("CONFIDENCE must be one of %s, not %r" % (", ".join(CONFIDENCES), conf))
+	conf = check_confidence(getattr(a, "confidence", "") or "high")
 	signoff, author = identity(getattr(a, "signoff", ""))
 	labels, lpath = load_labels(kdir, getattr(a, "labels", ""))
 	out = os.path.abspath(a.out)
