@@ -2139,12 +2139,12 @@ def cover_blurb(ent, ro, manifest, tid):
 	if manifest.get("woken_stops") and kinds.get("woken"):
 		who = "this patch" if one else "every patch" if len(kinds["woken"]) == n else \
 			patch_numbers(kinds["woken"], n).lower()
-		paras.append(wrap("One change %s make%s: wait_woken() does not sleep in a kthread that is being %s (it "
+		verb = "make" if not one and 1 < len(kinds["woken"]) < n else "makes"
+		paras.append(wrap("One change %s %s: wait_woken() does not sleep in a kthread that is being %s (it "
 				  "tests %s, kernel/sched/wait.c), so such a kthread waiting in %s tests the condition "
 				  "again without sleeping until the condition holds, where the old wait slept between "
-				  "wakeups." % ((who, "" if not one and len(kinds["woken"]) > 1 and len(kinds["woken"]) < n
-						 else "s") + tuple(manifest["woken_stops"]) +
-						("this loop" if one else "one of these loops",)))
+				  "wakeups." % ((who, verb) + tuple(manifest["woken_stops"]) +
+						("this loop" if one else "one of these loops",))))
 	paras.append(cover_notes(ent, manifest, tid))
 	if ro:
 		paras.append(wrap("Also found in this section, with no patch here:") + "\n" + "\n".join(
