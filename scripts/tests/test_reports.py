@@ -143,6 +143,28 @@ class TriageTest(unittest.TestCase):
 		self.assertIn("do not call blocking ops when !TASK_RUNNING", md)
 		self.assertIn("spinlock", md)
 
+	def test_triage_missed_wakeup_entry(self):
+		"""The fixture's missed wakeup (in_loop()) is laid out as one, in
+		<section>.md and findings.sarif."""
+		sec = [n for n in os.listdir(self.out) if n.endswith(".md") and n != "index.md"][0]
+		entries = read(os.path.join(self.out, sec)).split("\n## ")
+		mw = [e for e in entries[1:] if "missed wakeup" in e.split("\n")[2]]
+		self.assertEqual(len(mw), 1)
+		self.assertIn("Writer and wakeup:", mw[0])
+		self.assertNotIn("Sleeping chain", mw[0])
+		self.assertNotIn("wait_woken", mw[0])
+		self.assertRegex(mw[0], r"\n\*\s+\d+  .*d->count\+\+;")
+		self.assertRegex(mw[0], r"\n>\s+146  ")
+		self.assertTrue(all("Sleeping chain:" in e for e in entries[1:] if e not in mw))
+		sarif = json.loads(read(os.path.join(self.out, "findings.sarif")))
+		res = [x for x in sarif["runs"][0]["results"] if x["ruleId"] == "missed-wakeup"]
+		self.assertEqual(len(res), 1)
+		self.assertNotIn("codeFlows", res[0])
+		self.assertIn((146, "the wait: wait_event_interruptible_timeout() in interruptible_timeout_assign(), in "
+			       "TASK_INTERRUPTIBLE on d->wq"),
+			      [(x["physicalLocation"]["region"]["startLine"], x["message"]["text"])
+			       for x in res[0]["relatedLocations"]])
+
 	def test_triage_series_status_only_for_the_same_patch(self):
 		"""A series tested one patch for a finding; the report credits its
 		status to that finding only while the generated patch is the same."""
@@ -306,3 +328,159 @@ class KindPrecisionTest(unittest.TestCase):
 		self.assertIn("| medium | 2 | 2 | 1 | 0 | 50% |", text)
 		self.assertIn("| high | 1 | 0 | 0 | 0 | n/a |", text)
 		self.assertEqual(triage.kind_lines(recs[:1]), [])
+
+
+MW_SRC = """static DECLARE_WAIT_QUEUE_HEAD(xq);
+static unsigned long xflags;
+
+static void x_unlock(unsigned long flag, bool wakeup)
+{
+	xflags &= ~flag;
+	if (wakeup)
+		wake_up_interruptible(&xq);
+}
+
+static int x_release(void)
+{
+	wait_event(xq, !xflags);
+	return 0;
+}
+
+static void x_exit(void)
+{
+	wake_up(&xq);
+}
+"""
+
+
+def mw_finding(how="wrong_mode"):
+	"""A missed wakeup as wakecov.WakeCov.finding() writes it, in the
+	tree of MissedWakeupReportTest."""
+	rel = "drivers/x/x.c"
+	waker = how != "unwoken"
+	chain = ["x_unlock", "wake_up_interruptible"] if waker else ["x_unlock"]
+	locs = [rel + ":6", rel + ":13"]
+	msg = {"wrong_mode": "wakes it only with wake_up_interruptible(), which does not wake TASK_UNINTERRUPTIBLE",
+	       "unwoken": "neither it nor a caller wakes xq",
+	       "guarded": "wakes xq only if wakeup, which x_close() passes as ret >= 0"}[how]
+	reason = {"wrong_mode": "wake_up_interruptible(&xq) -> wake_up(&xq), no longer only if wakeup: a caller "
+				"passes it false",
+		  "unwoken": "wake_up(&xq) after xflags &= ~flag on line 6: nothing woke xq after it",
+		  "guarded": "wake_up_interruptible(&xq) -> wake_up(&xq), no longer only if wakeup: a caller passes it false"}[how]
+	return {
+		"fingerprint": "00000000000000%02d" % ["wrong_mode", "unwoken", "guarded"].index(how),
+		"file": rel, "line": 6, "col": 1, "colend": 17, "function": "x_unlock", "shape": "wait_event",
+		"primitive": "wait_event", "role": "", "locked": "", "kind": "missed_wakeup", "call": chain[-1],
+		"call_line": 6, "effect": "silent", "group": "missed_wakeup", "chain": chain, "confidence": "medium",
+		"doubts": 1, "chain_locs": locs,
+		"paths": [{"call": chain[-1], "line": 6, "col": 1, "chain": chain, "chain_locs": locs, "effect": "silent",
+			   "confidence": "medium"}],
+		"message": "WARNING: missed wakeup: x_unlock() clears xflags, which ends the wait_event() in x_release() "
+			   "on line 13, but %s [confidence: medium]" % msg,
+		"after_loop": None, "blocks": False, "missed": how, "wait_at": rel + ":13",
+		"wait": {"function": "x_release", "primitive": "wait_event", "state": "TASK_UNINTERRUPTIBLE",
+			 "queue": "xq", "waker_at": rel + ":8" if waker else None,
+			 "others": [{"at": rel + ":19", "function": "x_exit", "call": "wake_up"}]},
+		"fix": {"status": "patch", "reason": reason, "kind": "missed_wakeup", "confidence": "medium",
+			"caveats": [], "unit": rel + ":x_unlock", "files": [rel], "wakers": [], "diff": "--- a/x\n+++ b/x\n"},
+		"section": "X DRIVER", "maintainers": [], "lists": [], "verdict": "true", "verdict_reason": "r",
+		"later": [], "patch_status": "generated, not tested"}
+
+
+class MissedWakeupReportTest(unittest.TestCase):
+	"""A missed wakeup is laid out as one: the write, the wakeup and the
+	wait, not as a nested sleep's chain."""
+
+	@classmethod
+	def setUpClass(cls):
+		cls.kdir = tempfile.mkdtemp(prefix="nestsleep-mw-test-")
+		os.makedirs(os.path.join(cls.kdir, "drivers", "x"))
+		with open(os.path.join(cls.kdir, "drivers", "x", "x.c"), "w") as f:
+			f.write(MW_SRC)
+
+	@classmethod
+	def tearDownClass(cls):
+		shutil.rmtree(cls.kdir, ignore_errors=True)
+
+	def render(self, how):
+		r = mw_finding(how)
+		r["confidence_reason"] = triage.confidence_reason(r)
+		r["runtime"] = None
+		r["runtime_reason"] = triage.runtime_reason(r, [], set())
+		return r, triage.section_md("X DRIVER", [r], self.kdir, {}, "", "linux-6.1.99")
+
+	def test_wrong_mode(self):
+		r, md = self.render("wrong_mode")
+		for bad in ("Sleeping chain", "the call that may sleep", "might_sleep", "wait_woken",
+			    "sched_annotate_sleep", triage.SILENT, "inner sleep"):
+			self.assertNotIn(bad, md)
+		self.assertIn("*    6          xflags &= ~flag;", md)
+		self.assertIn("w    8                  wake_up_interruptible(&xq);", md)
+		self.assertIn(">   13          wait_event(xq, !xflags);", md)
+		self.assertIn("`*` the write that ends the wait, `w` the wakeup after it, `>` the wait.", md)
+		self.assertIn("Writer and wakeup:", md)
+		self.assertIn("1. the write `xflags &= ~flag;` in x_unlock() at `drivers/x/x.c:6`", md)
+		self.assertIn("2. the wakeup `wake_up_interruptible()` at `drivers/x/x.c:8`, which does not wake "
+			      "TASK_UNINTERRUPTIBLE", md)
+		self.assertIn("3. the wait `wait_event()` in x_release() at `drivers/x/x.c:13`, in TASK_UNINTERRUPTIBLE "
+			      "on `xq`", md)
+		self.assertIn("4. the other wakeups of `xq` that wake TASK_UNINTERRUPTIBLE: `wake_up()` in x_exit() at "
+			      "`drivers/x/x.c:19`", md)
+		self.assertIn("Why it matters: The waiter in x_release() sleeps in TASK_UNINTERRUPTIBLE on xq, and this "
+			      "write is not followed by a wakeup that wakes it: it sleeps on until another wakeup of xq "
+			      "that wakes TASK_UNINTERRUPTIBLE, such as wake_up(&xq) in x_exit() (drivers/x/x.c:19).", md)
+		self.assertIn("Confidence: **medium** - missed wakeups are reported at medium until hand labels say "
+			      "otherwise", md)
+		for what in ("token order", "callers one level", "not along paths"):
+			self.assertIn(what, r["confidence_reason"])
+		self.assertIn("no exerciser", r["runtime_reason"])
+		self.assertIn("Suggested fix: Change the wakeup (the patch below): wake_up_interruptible(&xq) -> "
+			      "wake_up(&xq), no longer only if wakeup: a caller passes it false.", md)
+
+	def test_guarded(self):
+		r, md = self.render("guarded")
+		self.assertIn("2. the wakeup `wake_up_interruptible()` at `drivers/x/x.c:8`, which runs only under a "
+			      "parameter test that a caller passes false", md)
+
+	def test_unwoken(self):
+		r, md = self.render("unwoken")
+		self.assertNotIn("`w`", md)
+		self.assertNotIn("Sleeping chain", md)
+		self.assertIn("`*` the write that ends the wait, `>` the wait.", md)
+		self.assertIn("2. no wakeup of `xq` after the write, in x_unlock() or a caller", md)
+		self.assertIn("Suggested fix: Add the wakeup (the patch below): wake_up(&xq) after xflags &= ~flag on "
+			      "line 6: nothing woke xq after it.", md)
+
+	def test_none_other(self):
+		r = mw_finding("unwoken")
+		r["wait"]["others"] = []
+		text = triage.warning_text(r, self.kdir)
+		self.assertIn("no other wakeup of xq that wakes TASK_UNINTERRUPTIBLE was found, so it may sleep on "
+			      "for good", text)
+
+	def test_sarif(self):
+		r = mw_finding("wrong_mode")
+		res = triage.to_sarif([r], "linux-6.1.99", "x")["runs"][0]["results"][0]
+		self.assertEqual(res["ruleId"], "missed-wakeup")
+		self.assertEqual(res["message"]["text"], r["message"])
+		rel = [(x["physicalLocation"]["region"]["startLine"], x["message"]["text"]) for x in res["relatedLocations"]]
+		self.assertEqual(rel, [(8, "the wakeup: wake_up_interruptible(), which does not wake TASK_UNINTERRUPTIBLE"),
+				       (13, "the wait: wait_event() in x_release(), in TASK_UNINTERRUPTIBLE on xq"),
+				       (19, "another wakeup of xq: wake_up() in x_exit()")])
+		# no "calls wake_up_interruptible" step on the wait's line
+		self.assertNotIn("codeFlows", res)
+
+	def test_older_findings_without_wait_record(self):
+		"""A findings.json of before the "wait" record: what the message
+		says, and no claim of what was not recorded."""
+		r = mw_finding("wrong_mode")
+		del r["wait"]
+		r["confidence_reason"] = triage.confidence_reason(r)
+		md = triage.section_md("X DRIVER", [r], self.kdir, {}, "", "linux-6.1.99")
+		self.assertIn("2. the wakeup `wake_up_interruptible()` after it, which does not wake TASK_UNINTERRUPTIBLE", md)
+		self.assertIn("in TASK_UNINTERRUPTIBLE on `its queue`", md)
+		self.assertIn("4. the other wakeups of `its queue`: not recorded in this findings.json", md)
+		self.assertNotIn("was found", md)
+		r = mw_finding("unwoken")
+		del r["wait"]
+		self.assertIn("sleeps in its state on xq", triage.warning_text(r, self.kdir))

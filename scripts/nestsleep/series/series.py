@@ -1041,23 +1041,28 @@ def missed_changelog(kdir, f):
 	if w.get("waker_at", "").rpartition(":")[0] != f["file"] or not 0 <= last - f["line"] <= 8:
 		last = f["line"]
 	paras.append(wrap(what + ":") + "\n\n" + quoted(tree_lines(kdir, f["file"], f["line"], last)))
+	verb = re.match(r"\w+\(\) (\w+) ", what)
+	head = "The waiter is not woken when %s() %s it: " % (f["function"], verb.group(1) if verb else "changes")
+	paras.append(wrap(head + sleeps_on(kdir, w)))
+	paras.append(wrap("Fix the wakeup: %s." % f["fix"]["reason"].rstrip(".")))
+	return paras
+
+
+def sleeps_on(kdir, w):
+	"""How long the waiter of a missed wakeup's "wait" record sleeps on:
+	until one of the other wakeups of its queue that wake its state (each
+	read back from KDIR; at most MAX_WAKERS named), or for good."""
 	files, others = {}, []
 	for o in w.get("others") or []:
 		call = waker_call(kdir, o["at"], w["queue"], files)
 		if call:
 			others.append((call, o["at"], o["function"]))
-	verb = re.match(r"\w+\(\) (\w+) ", what)
-	head = "The waiter is not woken when %s() %s it: " % (f["function"], verb.group(1) if verb else "changes")
 	if others:
 		named = ["%s%s (%s)" % (c, " in %s()" % fn if fn else "", at) for c, at, fn in others[:MAX_WAKERS]]
-		head += "it sleeps on until another wakeup of %s that wakes %s, such as %s." % (
+		return "it sleeps on until another wakeup of %s that wakes %s, such as %s." % (
 			w["queue"], w["state"], ", or ".join(named))
-	else:
-		head += "no other wakeup of %s that wakes %s was found, so it may sleep on for good." % (
-			w["queue"], w["state"])
-	paras.append(wrap(head))
-	paras.append(wrap("Fix the wakeup: %s." % f["fix"]["reason"].rstrip(".")))
-	return paras
+	return "no other wakeup of %s that wakes %s was found, so it may sleep on for good." % (
+		w["queue"], w["state"])
 
 
 def changelog(kdir, group, table, records, signoff, tags, git=False):

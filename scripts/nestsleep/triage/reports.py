@@ -50,6 +50,7 @@ from nestsleep.knowledge import Knowledge
 from nestsleep.series import series as fixes
 from nestsleep.series import effect
 from nestsleep.triage import heldout as heldout_mod
+from nestsleep.triage import missed as missed_mod
 from nestsleep.triage import treeid
 
 RULE = "cocci/nested_sleep.cocci"
@@ -72,6 +73,14 @@ VERDICT_RULES = [
 	"- `false-positive`: no path reaches a sleeping call in the window: the state is restored first, the "
 	"callee cannot sleep with the flags or arguments it gets, the two branches never combine, or the code "
 	"is not built.", ""]
+
+
+is_missed = missed_mod.is_missed
+missed_fix = missed_mod.suggested_fix
+missed_effect = missed_mod.effect
+missed_lines = missed_mod.lines
+MISSED_CONFIDENCE = missed_mod.MISSED_CONFIDENCE
+MISSED_RUNTIME = missed_mod.MISSED_RUNTIME
 
 
 def log(msg):
@@ -127,6 +136,8 @@ def patch_holds(changed, diff):
 def suggested_fix(f):
 	fx = f.get("fix") or {}
 	st = fx.get("status")
+	if is_missed(f):
+		return missed_fix(f)
 	if st == "patch" and fx.get("kind") == "restore":
 		return ("Restore `TASK_RUNNING` right after the wait loop (the patch below): %s." % fx.get("reason", ""))
 	if st == "patch":
@@ -150,6 +161,8 @@ def suggested_fix(f):
 
 
 def confidence_reason(f):
+	if is_missed(f):
+		return MISSED_CONFIDENCE
 	why = []
 	if any("=" in h for h in f["chain"]):
 		why.append("the chain goes through a function pointer, resolved by struct type and member: the "
@@ -178,6 +191,8 @@ def warning_text(f, kdir="", observed=None):
 	if f.get("kind") == "sleep_in_atomic":
 		return ("The condition runs under a spinlock: with CONFIG_DEBUG_ATOMIC_SLEEP=y a sleep there is "
 			"reported as \"BUG: sleeping function called from invalid context\".")
+	if is_missed(f):
+		return missed_effect(kdir, f)
 	_, hexs = fixes.finding_state(kdir, f, fixes.waiters())
 	return effect.effect_text(f["shape"], "warns" if f["effect"] == "warns" else "silent", hexs, observed,
 				  blocks=f.get("blocks", True))
@@ -253,6 +268,12 @@ def to_sarif(findings, tid, nver):
 		}
 		if f.get("baseline"):
 			r["baselineState"] = {"changed": "updated"}.get(f["baseline"], f["baseline"])
+		if is_missed(f):
+			# the chain of a missed wakeup is the writer and its waker
+			# call, not a call path: its places are related locations
+			steps = []
+			r["relatedLocations"] = missed_mod.sarif_related(f)
+			r["properties"]["missed"] = f.get("missed", "")
 		if steps:
 			r["codeFlows"] = [{"threadFlows": [{"locations": steps}]}]
 		results.append(r)
@@ -661,6 +682,8 @@ def runtime_reason(r, reasons, exercised):
 		if (r["file"] == x["path"] or (x["path"].endswith("/") and r["file"].startswith(x["path"]))) \
 				and x.get("function", r["function"]) == r["function"]:
 			return x["reason"]
+	if is_missed(r):
+		return MISSED_RUNTIME
 	paths = r.get("paths") or [r]
 	if all(p.get("effect") == "silent" for p in paths):
 		return SILENT
@@ -785,6 +808,19 @@ def ready_for_mainline(r):
 	return r.get("verdict") == "true" and r.get("patch_status", "").startswith("compiled, booted")
 
 
+def chain_lines(kdir, r):
+	"""A nested sleep's excerpt and sleeping chain."""
+	L = []
+	ex = excerpt(kdir, r)
+	if ex:
+		L += ["```c", ex, "```", "", "`>` the wait site, `*` the call that may sleep.", ""]
+	L += ["Sleeping chain:", ""]
+	for i, hop in enumerate(r["chain"]):
+		loc = r["chain_locs"][i] if i < len(r.get("chain_locs", [])) else ""
+		L.append("%d. `%s` at `%s`" % (i + 1, hop, loc))
+	return L
+
+
 def section_md(sname, rs, kdir, series, kshown, tid=None):
 	L = ["# %s" % sname, ""]
 	if rs[0]["maintainers"]:
@@ -809,13 +845,10 @@ def section_md(sname, rs, kdir, series, kshown, tid=None):
 				 "built and booted here; this tree is a distribution tree, not mainline, so rebase and "
 				 "re-test before sending")
 		L.append("")
-		ex = excerpt(kdir, r)
-		if ex:
-			L += ["```c", ex, "```", "", "`>` the wait site, `*` the call that may sleep.", ""]
-		L += ["Sleeping chain:", ""]
-		for i, hop in enumerate(r["chain"]):
-			loc = r["chain_locs"][i] if i < len(r.get("chain_locs", [])) else ""
-			L.append("%d. `%s` at `%s`" % (i + 1, hop, loc))
+		if is_missed(r):
+			L += missed_lines(kdir, r)
+		else:
+			L += chain_lines(kdir, r)
 		obs = (series.get(r["fingerprint"]) or {}).get("observed")
 		rt = r.get("runtime") or {}
 		if rt.get("reproduced") and rt.get("splat"):
