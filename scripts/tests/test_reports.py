@@ -484,3 +484,36 @@ class MissedWakeupReportTest(unittest.TestCase):
 		r = mw_finding("unwoken")
 		del r["wait"]
 		self.assertIn("sleeps in its state on xq", triage.warning_text(r, self.kdir))
+
+
+class MissedContextTest(unittest.TestCase):
+	"""MODE=context for a missed wakeup: spatch's context diff, in which a
+	matched line is a '-' line (as context_spatch()'s output of the same
+	run), the write and the wakeup after it marked."""
+
+	def context(self, how):
+		from nestsleep.analysis.report import missed_context
+		d = tempfile.mkdtemp(prefix="nestsleep-mwctx-test-")
+		self.addCleanup(shutil.rmtree, d)
+		p = os.path.join(d, "x.c")
+		with open(p, "w") as f:
+			f.write(MW_SRC)
+
+		class Tree:
+			abs = {"drivers/x/x.c": p}
+		return missed_context(None, [mw_finding(how)], Tree())
+
+	def test_wrong_mode(self):
+		out = self.context("wrong_mode")
+		self.assertEqual(out.split("\n")[:3], ["diff -u -p drivers/x/x.c /tmp/nothing/drivers/x/x.c",
+						       "--- drivers/x/x.c", "+++ /tmp/nothing/drivers/x/x.c"])
+		body = out.split("\n")[3:-1]
+		self.assertEqual(body[0], "@@ -3,9 +3,7 @@")
+		self.assertEqual([l for l in body[1:] if not l.startswith(" ")],
+				 ["-\txflags &= ~flag;", "-\t\twake_up_interruptible(&xq);"])
+		self.assertEqual(len(body) - 1, 9)
+
+	def test_unwoken(self):
+		body = self.context("unwoken").split("\n")[3:-1]
+		self.assertEqual(body[0], "@@ -3,7 +3,6 @@")
+		self.assertEqual([l for l in body[1:] if not l.startswith(" ")], ["-\txflags &= ~flag;"])

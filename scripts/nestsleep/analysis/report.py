@@ -110,20 +110,40 @@ def context_text(a, findings, tree):
 
 
 def missed_context(a, findings, tree, ctx=3):
-	"""Context mode for the missed wakeups: spatch's context format, the
-	writer's line marked with '*' (there is no call to match there)."""
+	"""Context mode for the missed wakeups: spatch's context format, in
+	which a matched line is a '-' line (there is no call to match with a
+	rule's '*'): the write, and the wakeup after it that does not wake
+	the waiter ("wait"'s waker_at), one hunk per run of nearby lines."""
 	out = []
 	for f in findings:
-		try:
-			with open(tree.abs[f["file"]], errors="replace") as fp:
-				lines = fp.read().split("\n")
-		except (OSError, KeyError):
-			continue
-		lo, hi = max(1, f["line"] - ctx), min(len(lines), f["line"] + ctx)
-		out.append("diff -u -p %s /tmp/nothing/%s\n--- %s\n+++ /tmp/nothing/%s\n" % ((f["file"],) * 4))
-		out.append("@@ -%d,%d +%d,%d @@\n" % (lo, hi - lo + 1, lo, hi - lo))
-		for n in range(lo, hi + 1):
-			out.append("%s%s\n" % ("*" if n == f["line"] else " ", lines[n - 1]))
+		marks = {f["file"]: {f["line"]}}
+		at = (f.get("wait") or {}).get("waker_at")
+		if at:
+			rel, _, ln = at.rpartition(":")
+			marks.setdefault(rel, set()).add(int(ln))
+		for rel in [f["file"]] + sorted(set(marks) - {f["file"]}):
+			try:
+				with open(tree.abs[rel], errors="replace") as fp:
+					lines = fp.read().split("\n")
+			except (OSError, KeyError):
+				continue
+			lns = sorted(n for n in marks[rel] if 0 < n <= len(lines))
+			if not lns:
+				continue
+			runs = [[lns[0]]]
+			for n in lns[1:]:
+				if n - ctx <= runs[-1][-1] + ctx + 1:
+					runs[-1].append(n)
+				else:
+					runs.append([n])
+			out.append("diff -u -p %s /tmp/nothing/%s\n--- %s\n+++ /tmp/nothing/%s\n" % ((rel,) * 4))
+			gone = 0
+			for run in runs:
+				lo, hi = max(1, run[0] - ctx), min(len(lines), run[-1] + ctx)
+				out.append("@@ -%d,%d +%d,%d @@\n" % (lo, hi - lo + 1, lo - gone, hi - lo + 1 - len(run)))
+				gone += len(run)
+				for n in range(lo, hi + 1):
+					out.append("%s%s\n" % ("-" if n in run else " ", lines[n - 1]))
 	return "".join(out)
 
 
