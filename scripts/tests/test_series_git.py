@@ -607,5 +607,8 @@ class InorderConfigTest(unittest.TestCase):
 		st = b.compile("drivers/cdx/controller/mcdi.o", ["x86_64"], ["CDX_CONTROLLER"])
 		self.assertEqual(st[0], "not-built")
 		self.assertIn("CONFIG_CDX_CONTROLLER is not set in x86_64 allmodconfig", st[2])
+		# series.json names them with their CONFIG_ prefix
+		self.assertEqual(b.compile("drivers/cdx/controller/mcdi.o", ["x86_64", "arm64"],
+					   ["CONFIG_CDX_CONTROLLER"]), ("ok", "arm64", ""))
 		# an object with no symbol known is built as before
 		self.assertEqual(b.compile("drivers/a.o", ["x86_64"], [])[:2], ("ok", "x86_64"))

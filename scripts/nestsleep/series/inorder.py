@@ -90,7 +90,8 @@ class Builder:
 				conf = f.read()
 		except OSError:
 			return None
-		return next((x for x in syms if not re.search(r"^CONFIG_%s=[ym]$" % re.escape(x), conf, re.M)), None)
+		names = [x[len("CONFIG_"):] if x.startswith("CONFIG_") else x for x in syms]
+		return next((x for x in names if not re.search(r"^CONFIG_%s=[ym]$" % re.escape(x), conf, re.M)), None)
 
 	def compile(self, obj, arches, syms=()):
 		"""(status, arch, output tail): the first arch that builds obj
