@@ -138,8 +138,10 @@ class CoverKindTest(unittest.TestCase):
 	@staticmethod
 	def ent(kinds):
 		pats = [{"subject": "x: fix nested sleep in f%d()" % i, "confidence": "high", "kind": k,
-			 "fingerprints": ["f%d" % i], "checkpatch": {"status": "clean"}} for i, k in enumerate(kinds)]
-		return {"section": "X DRIVER", "patches": pats, "to": [], "cc": [],
+			 "fingerprints": ["f%d" % i], "checkpatch": {"status": "clean"}, "fixes_tag": "",
+			 "fixes_hint": "the commit"} for i, k in enumerate(kinds)]
+		return {"section": "X DRIVER", "patches": pats, "to": [], "cc": [], "cover_letter": len(kinds) > 1,
+			"tree": "Tree: no tree in the subject.", "recipients_how": "Recipients: get_maintainer.pl.",
 			"git_am": {"applied": len(kinds), "total": len(kinds)}}
 
 	@staticmethod
@@ -148,7 +150,7 @@ class CoverKindTest(unittest.TestCase):
 			"woken_stops": ["stopped", "kthread_should_stop()"]}
 
 	def test_restore_only_cover_does_not_claim_wait_woken(self):
-		t = fixes.cover_blurb(self.ent(["restore"]), [], self.manifest(), "linux-6.1.192")
+		t = fixes.cover_blurb(self.ent(["restore", "restore"]), [], self.manifest(), "linux-6.1.192")
 		self.assertNotIn("wait_woken", t)
 		self.assertIn("TASK_RUNNING", t)
 
@@ -161,7 +163,7 @@ class CoverKindTest(unittest.TestCase):
 		self.assertNotIn("Each patch", t)
 
 	def test_woken_only_cover_unchanged(self):
-		t = " ".join(fixes.cover_blurb(self.ent(["prepare_to_wait"]), [], self.manifest(),
+		t = " ".join(fixes.cover_blurb(self.ent(["prepare_to_wait", "wait_event"]), [], self.manifest(),
 					       "linux-6.1.192").split())
 		self.assertIn("Each patch rewrites the wait into the wait_woken() form", t)
 		self.assertIn("One change every patch makes: wait_woken()", t)
