@@ -2,7 +2,8 @@
 """Polls: whether a wait's condition blocks on every pass.
 
 A call that waits for state outside kernel memory (a xenstore read, a USB
-control transfer: cocci/sleep_info.json "polls") returns in TASK_RUNNING,
+control transfer) or sleeps on a timer (msleep(), usleep_range(): see
+cocci/sleep_info.json "polls") blocks on every call and returns in TASK_RUNNING,
 so a wait whose condition makes one never sleeps in its own schedule(): it
 re-reads the condition until it holds.  Such a wait works without any
 wake_up*() of its queue; a wait_woken() rewrite does not, so the fixer
