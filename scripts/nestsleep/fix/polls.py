@@ -13,9 +13,13 @@ So the fixer rewrites such a wait only when some waker of its queue
       while the wait is reached from that driver's .probe or .remove,
   (c) cannot be kept from running by a lock the waiter holds across the
       wait: the waiter or its callers assert a lock ("held_lock_asserts":
-      rtnl_dereference(), lockdep_assert_held(), ...), and the waker's
-      function, or when it runs in a "serialised_contexts" context (the
-      xenwatch thread) any callback of that context in the file, takes it.
+      rtnl_dereference(), lockdep_assert_held(), ...) or take it before
+      the wait and do not release it on the way (mutex_lock(&d->lock)
+      with no mutex_unlock(&d->lock) between), and the waker's function,
+      or when it runs in a "serialised_contexts" context (the xenwatch
+      thread) any callback of that context in the file, takes it.  A lock
+      is its member name and, where both sides declare the base of a
+      'base->member' as a struct, that struct type.
 
 Otherwise the site is refused ("manual") with what is missing.  A wait
 that does not poll is left to the other rules.
@@ -44,6 +48,7 @@ class FileFuncs:
 	def __init__(self, ft):
 		self.ft = ft
 		self.spans = {}
+		self.heads = {}
 		m = ft.m
 		for mm in re.finditer(r"\b(%s)\s*\(" % IDENT, m):
 			po = mm.end() - 1
@@ -57,7 +62,9 @@ class FileFuncs:
 				continue
 			if mm.group(1) in ("if", "while", "for", "switch", "return", "sizeof"):
 				continue
-			self.spans.setdefault(mm.group(1), (k, match_close(m, k)))
+			if mm.group(1) not in self.spans:
+				self.spans[mm.group(1)] = (k, match_close(m, k))
+				self.heads[mm.group(1)] = mm.start()
 
 	def depth(self, i):
 		m = self.ft.m
@@ -119,6 +126,35 @@ def norm_queue(q):
 	return "." + mm.group(1) if mm else q
 
 
+def base_type(ff, func, expr):
+	"""The struct type of the base of 'base->member' or 'base.member', as
+	func (a parameter or a local) or the file declares it; None when
+	unknown or when the member is deeper."""
+	e = re.sub(r"\s+", "", expr or "").lstrip("&")
+	mm = re.match(r"^(%s)(->|\.)%s$" % (IDENT, IDENT), e)
+	if not mm:
+		return None
+	ptr = r"\*\s*(?:const\s+)?" if mm.group(2) == "->" else ""
+	pat = r"\bstruct\s+(%s)\s*%s%s\b" % (IDENT, ptr, re.escape(mm.group(1)))
+	if func in ff.spans:
+		d = re.search(pat, ff.ft.m[ff.heads[func]:ff.spans[func][1]])
+		if d:
+			return d.group(1)
+	for d in re.finditer(pat, ff.ft.m):
+		if ff.depth(d.start()) == 0 and not ff.around(d.start()):
+			return d.group(1)
+	return None
+
+
+def lock_id(ff, func, expr):
+	"""(name, struct type or None, as written) of the lock expr in func."""
+	return (norm_queue(expr), base_type(ff, func, expr), re.sub(r"\s+", "", expr).lstrip("&"))
+
+
+def same_lock(a, b):
+	return a[0] == b[0] and (a[1] is None or b[1] is None or a[1] == b[1])
+
+
 def wakes_state(call, state):
 	return "interruptible" not in call or state == "TASK_INTERRUPTIBLE"
 
@@ -140,35 +176,72 @@ def queue_wakers(fx, rel, queue, state):
 	return out
 
 
-def held_locks(fx, ff, rel, func):
-	"""[(lock, 'assert() at file:line')] asserted by func or its callers."""
+def held_locks(fx, ff, rel, func, pos):
+	"""[(lock_id, 'assert() at file:line')] asserted by func or its
+	callers, or taken before the wait at pos (held_at())."""
 	info = fx.kn.info.get("held_lock_asserts", {})
 	out = []
 	for f in ff.up(func):
 		for name, lock in info.get("asserts", {}).items():
 			for p in ff.calls(f, name):
 				pc = match_close(ff.ft.m, ff.ft.m.index("(", p))
-				held = lock
+				held = (lock, None, lock)
 				if isinstance(lock, int):
 					args = split_top(ff.ft.m, ff.ft.m.index("(", p) + 1, pc)
 					if len(args) <= lock:
 						continue
-					held = norm_queue(ff.ft.t[args[lock][0]:args[lock][1]])
+					held = lock_id(ff, f, ff.ft.t[args[lock][0]:args[lock][1]])
 				out.append((held, "%s() at %s:%d" % (name, os.path.basename(rel), ff.line(p))))
+	todo, seen = [(func, pos)], {func}
+	for _ in range(MAX_UP + 1):
+		nxt = []
+		for f, p in todo:
+			out += held_at(fx, ff, rel, f, p)
+			for c in ff.callers(f):
+				if c not in seen:
+					seen.add(c)
+					nxt += [(c, q) for q in ff.calls(c, f)]
+		todo = nxt
 	return out
 
 
-def takes(fx, ff, rel, func, lock):
-	"""'f() -> g() (taker() at file:line)' when func or its callees take lock."""
+def held_at(fx, ff, rel, func, pos):
+	"""[(lock_id, 'mutex_lock() at file:line')] that func takes before
+	offset pos and does not release before it (in text order)."""
 	info = fx.kn.info.get("held_lock_asserts", {})
-	named = info.get("takers", {}).get(lock)
+	takers, droppers = info.get("lock_calls", []), info.get("unlock_calls", [])
+	if func not in ff.spans or not takers:
+		return []
+	o = ff.spans[func][0]
+	held = []
+	rx = re.compile(r"\b(%s)\s*\(" % "|".join(re.escape(x) for x in takers + droppers))
+	for mm in rx.finditer(ff.ft.m, o, pos):
+		po = mm.end() - 1
+		args = split_top(ff.ft.m, po + 1, match_close(ff.ft.m, po))
+		if not args:
+			continue
+		lk = lock_id(ff, func, ff.ft.t[args[0][0]:args[0][1]])
+		if mm.group(1) in takers:
+			held.append((lk, "%s() at %s:%d" % (mm.group(1), os.path.basename(rel), ff.line(mm.start()))))
+		else:
+			held = [h for h in held if h[0][:2] != lk[:2]]
+	return held
+
+
+def takes(fx, ff, rel, func, lock):
+	"""'f() -> g() (taker() at file:line)' when func or its callees take
+	lock (a lock_id())."""
+	info = fx.kn.info.get("held_lock_asserts", {})
+	named = info.get("takers", {}).get(lock[0])
+	if func not in ff.spans:
+		return None
 	for g, path in ff.down(func):
 		for taker in (named or info.get("lock_calls", [])):
 			for p in ff.calls(g, taker):
 				if not named:
 					o = ff.ft.m.index("(", p)
 					args = split_top(ff.ft.m, o + 1, match_close(ff.ft.m, o))
-					if norm_queue(ff.ft.t[args[0][0]:args[0][1]]) != lock:
+					if not args or not same_lock(lock_id(ff, g, ff.ft.t[args[0][0]:args[0][1]]), lock):
 						continue
 				return "%s (%s() at %s:%d)" % (" -> ".join(x + "()" for x in path), taker,
 							       os.path.basename(rel), ff.line(p))
@@ -211,6 +284,18 @@ def late(fx, ff, w, func):
 	return None
 
 
+def waker_file(fx, ff, rel, w):
+	"""(FileFuncs, path) of the file of waker w ('at': 'path:line'): ff
+	for the waiter's own file; None when it cannot be read."""
+	wrel = (w.get("at") or "").rsplit(":", 1)[0] or rel
+	if os.path.normpath(os.path.join(fx.kdir, wrel)) == os.path.normpath(os.path.join(fx.kdir, rel)):
+		return ff, rel
+	try:
+		return FileFuncs(fx.text(wrel)), wrel
+	except OSError:
+		return None
+
+
 def check(fx, f, u, rel, func, queue, state):
 	"""Refuse the wait of f, or note why its rewrite keeps a waker."""
 	p = (f.get("wakers") or {}).get("polls") or apolls.polls(f, fx.ana, fx.kn)
@@ -226,10 +311,13 @@ def check(fx, f, u, rel, func, queue, state):
 			     "never end" % (polled, shown, state))
 	ft = fx.text(rel)
 	ff = FileFuncs(ft)
-	locks = held_locks(fx, ff, rel, func)
+	line = max(1, int(f.get("line") or 1))
+	pos = len("\n".join(ft.t.split("\n")[:line - 1])) + (line > 1)
+	locks = held_locks(fx, ff, rel, func, pos)
 	why = []
 	for w in good:
 		wf = w["function"]
+		wff = waker_file(fx, ff, rel, w)
 		lw = late(fx, ff, wf, func)
 		if lw:
 			why.append("its waker %s() (%s) %s: the rewrite would wait out its timeout or hang" % (wf, w["at"], lw))
@@ -238,11 +326,11 @@ def check(fx, f, u, rel, func, queue, state):
 		blocked = None
 		for lock, at in locks:
 			for g in (ctx[2] if ctx else [wf]):
-				t = takes(fx, ff, rel, g, lock)
+				t = takes(fx, wff[0], wff[1], g, lock) if wff else None
 				if t:
 					blocked = "its waker %s() (%s) runs on %s; %s takes %s, which the waiter holds " \
 						  "(%s): the rewrite could hang" % (wf, w["at"], ctx[1] if ctx else
-										 "its own context", t, lock, at)
+										 "its own context", t, lock[2], at)
 					break
 			if blocked:
 				break
