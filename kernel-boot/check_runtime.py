@@ -47,6 +47,10 @@ def main(argv):
 			checks = nsboot_proof.compare(der, {}, {})
 			ok = checks[0][1]
 			emit(n, "after/generated", ok, checks[0][2])
+			for name, ok, detail in checks:
+				if name.startswith("rule/"):
+					n += 1
+					emit(n, name, ok, detail)
 		except nsboot_proof.ProofError as e:
 			n += 1
 			emit(n, "after/generated", False, str(e))

@@ -205,3 +205,67 @@ void nst_kwake_ownq(struct nst_kctx *k)
 {
 	wake_up_process(k->ownq_task);
 }
+
+/*
+ * The wrong-mode wakeup.  The condition takes m->lock, uncontended: the
+ * checker reports the wait (the before form warns once), but the task does
+ * not sleep in it, so the wait sleeps in its schedule_timeout() and ends
+ * only on a wakeup of its state, or at its timeout.
+ */
+static noinline bool nst_mode_busy(struct nst_mode *m)
+{
+	bool busy;
+
+	mutex_lock(&m->lock);
+	busy = m->busy != 0;
+	mutex_unlock(&m->lock);
+	return busy;
+}
+
+long nst_mode_wait(struct nst_mode *m, long timeout)
+{
+	return wait_event_timeout(m->wq, !nst_mode_busy(m), timeout);
+}
+
+/* the writer: wake_up_interruptible() does not wake TASK_UNINTERRUPTIBLE */
+void nst_mode_done(struct nst_mode *m)
+{
+	mutex_lock(&m->lock);
+	m->busy = 0;
+	mutex_unlock(&m->lock);
+	wake_up_interruptible(&m->wq);
+}
+
+/*
+ * The poll: msleep() in the condition returns in TASK_RUNNING, so the wait
+ * re-reads p->done every pass and ends once the waker has set it, woken or
+ * not.  A wait_woken() form of it would sleep until nst_poll_signal()'s
+ * wake_up(), which waits for p->lock, which the waiter holds: it waits out
+ * its timeout (nestsleep_test.c's nst_poll_wait_woken() shows it).
+ */
+bool nst_poll_seen(struct nst_poll *p)
+{
+	p->evals++;
+	msleep(1);
+	return READ_ONCE(p->done) >= READ_ONCE(p->target);
+}
+
+long nst_poll_wait(struct nst_poll *p, long timeout)
+{
+	long ret;
+
+	mutex_lock(&p->lock);
+	ret = wait_event_timeout(p->wq, nst_poll_seen(p), timeout);
+	mutex_unlock(&p->lock);
+	return ret;
+}
+
+/* the only waker of p->wq: it sets p->done, then needs p->lock */
+void nst_poll_signal(struct nst_poll *p, unsigned long seq)
+{
+	WRITE_ONCE(p->done, seq);
+	mutex_lock(&p->lock);
+	p->signals++;
+	mutex_unlock(&p->lock);
+	wake_up(&p->wq);
+}

@@ -831,6 +831,304 @@ static enum nst_verdict nst_case_kthread(const struct nst_case *c)
 	return !abort && !lost && done == rounds ? NST_PASS : NST_FAIL;
 }
 
+/*
+ * Wait until task sleeps: not TASK_RUNNING now and 10 ms later (the kthread
+ * cases below have no condition counter to watch).
+ */
+static bool nst_task_asleep(struct task_struct *task)
+{
+	unsigned long deadline = jiffies + 5 * HZ;
+
+	while (time_before(jiffies, deadline)) {
+		if (!task_is_running(task)) {
+			msleep(10);
+			if (!task_is_running(task))
+				return true;
+		} else {
+			usleep_range(500, 1000);
+		}
+	}
+	return false;
+}
+
+/*
+ * The two-thread rounds of the missed-wakeup and poll cases: a waiter
+ * kthread runs wait() once per round, the main thread wakes it through
+ * signal() and waits (bound_ms past the wait's timeout) for its ack.  The
+ * waiter starts a round only once signal() has returned in the one before:
+ * the poll's waker takes the lock after the waiter's wait has ended, and a
+ * waiter that took it again first would poll for a round never signalled.
+ */
+struct nst_rounds {
+	struct nst_thread t;		/* the waiter */
+	unsigned long rounds;
+	long timeout;			/* of each wait, in jiffies */
+	bool settle;			/* signal only once the waiter sleeps */
+	void (*arm)(struct nst_rounds *r, unsigned long i);	/* before round i */
+	long (*wait)(struct nst_rounds *r);
+	void (*signal)(struct nst_rounds *r, unsigned long i);
+	void *obj;			/* the nst_mode or nst_poll */
+	wait_queue_head_t ackwq;
+	unsigned long round;		/* the waiter waits in this round */
+	unsigned long ack;		/* the last round it finished */
+	unsigned long signalled;	/* the last round signal() returned in */
+	unsigned long done, lost, full, rets_le1, unsettled;
+	s64 min_us, max_us;		/* each wait */
+	s64 max_signal_us;		/* each signal() call */
+	bool abort;
+};
+
+static void nst_rounds_waiter(struct nst_thread *t)
+{
+	struct nst_rounds *r = t->data;
+	s64 full_us = jiffies_to_usecs(r->timeout) - jiffies_to_usecs(1);
+	unsigned long i;
+
+	r->min_us = S64_MAX;
+	for (i = 1; i <= r->rounds && !READ_ONCE(r->abort); i++) {
+		ktime_t t0;
+		long ret;
+		s64 us;
+
+		if (!wait_event_timeout(r->ackwq, READ_ONCE(r->signalled) >= i - 1 || READ_ONCE(r->abort),
+					r->timeout + 10 * HZ) || READ_ONCE(r->abort))
+			break;
+		r->arm(r, i);
+		WRITE_ONCE(r->round, i);
+		wake_up(&r->ackwq);
+		t0 = ktime_get();
+		ret = r->wait(r);
+		us = ktime_us_delta(ktime_get(), t0);
+		r->min_us = min(r->min_us, us);
+		r->max_us = max(r->max_us, us);
+		r->full += us >= full_us;
+		r->rets_le1 += ret <= 1;
+		r->done = i;
+		WRITE_ONCE(r->ack, i);
+		wake_up(&r->ackwq);
+	}
+}
+
+/* Run the rounds; false when the waiter could not be started or stuck. */
+static bool nst_rounds_run(struct nst_rounds *r, const char *name)
+{
+	long bound = r->timeout + (msecs_to_jiffies(bound_ms) ?: 1);
+	unsigned long i;
+	bool ok;
+
+	init_waitqueue_head(&r->ackwq);
+	r->t.fn = nst_rounds_waiter;
+	r->t.data = r;
+	if (nst_thread_start(&r->t, name, nst_cpu(0)))
+		return false;
+	for (i = 1; i <= r->rounds && !READ_ONCE(r->abort); i++) {
+		unsigned int tries = 0;
+		ktime_t t0;
+		s64 us;
+
+		if (!wait_event_timeout(r->ackwq, READ_ONCE(r->round) >= i, bound)) {
+			WRITE_ONCE(r->abort, true);
+			break;
+		}
+		if (r->settle && !nst_task_asleep(r->t.task))
+			r->unsettled++;
+		t0 = ktime_get();
+		r->signal(r, i);
+		us = ktime_us_delta(ktime_get(), t0);
+		r->max_signal_us = max(r->max_signal_us, us);
+		WRITE_ONCE(r->signalled, i);
+		wake_up(&r->ackwq);
+		while (!wait_event_timeout(r->ackwq, READ_ONCE(r->ack) >= i, bound)) {
+			if (!tries++)
+				r->lost++;
+			if (tries > 10) {
+				WRITE_ONCE(r->abort, true);
+				break;
+			}
+			r->signal(r, i);
+		}
+	}
+	wake_up(&r->ackwq);
+	ok = nst_thread_wait(&r->t, 10 + 10 * jiffies_to_msecs(bound) / 1000);
+	nst_thread_put(&r->t);
+	return ok;
+}
+
+/*
+ * The wrong-mode wakeup (nst.h): nst_mode_done() makes the condition true
+ * and wakes with wake_up_interruptible().  The before form: 3 rounds of a
+ * 100 ms wait, each signalled once the waiter sleeps; none is woken, each
+ * waits out its full timeout and returns 0 or 1.  The after form (the
+ * writer's wake_up_interruptible() made wake_up() by MODE=patch): rounds
+ * rounds, each woken well before its timeout (10 * bound_ms).
+ */
+static void nst_mode_round_arm(struct nst_rounds *r, unsigned long i)
+{
+	struct nst_mode *m = r->obj;
+
+	mutex_lock(&m->lock);
+	m->busy = 1;
+	mutex_unlock(&m->lock);
+}
+
+static long nst_mode_round_wait(struct nst_rounds *r)
+{
+	return nst_mode_wait(r->obj, r->timeout);
+}
+
+static void nst_mode_round_signal(struct nst_rounds *r, unsigned long i)
+{
+	nst_mode_done(r->obj);
+}
+
+static enum nst_verdict nst_case_mode(const struct nst_case *c)
+{
+	bool before = nst_is_before(), ran, good;
+	ktime_t t0 = ktime_get();
+	struct nst_rounds *r;
+	struct nst_mode *m;
+
+	if (!rounds)
+		return NST_SKIP;
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!r || !m) {
+		kfree(r);
+		kfree(m);
+		return NST_FAIL;
+	}
+	mutex_init(&m->lock);
+	init_waitqueue_head(&m->wq);
+	r->obj = m;
+	r->arm = nst_mode_round_arm;
+	r->wait = nst_mode_round_wait;
+	r->signal = nst_mode_round_signal;
+	r->rounds = before ? 3 : rounds;
+	r->timeout = before ? msecs_to_jiffies(100) : 10 * (msecs_to_jiffies(bound_ms) ?: 1);
+	r->settle = before;
+	ran = nst_rounds_run(r, c->name);
+	pr_info("# %s: %s(%u ms), its writer %s: rounds=%lu/%lu full_timeout=%lu returned_0_or_1=%lu lost=%lu unsettled=%lu min_wait_us=%lld max_wait_us=%lld\n",
+		c->name, before ? "wait_event_timeout" : "the rewritten wait", jiffies_to_msecs(r->timeout),
+		before ? "wakes with wake_up_interruptible()" : "as MODE=patch rewrote it",
+		r->done, r->rounds, r->full, r->rets_le1, r->lost, r->unsettled,
+		r->done ? r->min_us : 0, r->max_us);
+	if (before)
+		good = r->done == r->rounds && r->full == r->rounds && r->rets_le1 == r->rounds &&
+		       !r->unsettled;
+	else
+		good = r->done == r->rounds && !r->full && !r->lost &&
+		       r->max_us < jiffies_to_usecs(r->timeout) / 2;
+	if (before)
+		pr_info("# %s: the before form must wait out every timeout: the wakeup has the wrong mode\n",
+			c->name);
+	pr_info("# %s: case_elapsed_ms=%lld\n", c->name, ktime_ms_delta(ktime_get(), t0));
+	if (ran) {
+		kfree(m);
+		kfree(r);
+	}
+	return ran && good ? NST_PASS : NST_FAIL;
+}
+
+/*
+ * The poll whose only waker needs a lock the waiter holds (nst.h).  Both
+ * forms, since MODE=patch must leave nst_poll_wait() alone: rounds / 50
+ * rounds of the polling wait, each ending once the waker has set p->done
+ * (well before its 10 * bound_ms timeout), then 3 rounds of
+ * nst_poll_wait_woken(), the wait_woken() rewrite the poll rule refuses,
+ * written here by hand: each waits out its 100 ms timeout, while the waker
+ * sits in mutex_lock() until the waiter lets the lock go.
+ */
+static long nst_poll_wait_woken(struct nst_poll *p, long timeout)
+{
+	DEFINE_WAIT_FUNC(wait, woken_wake_function);
+
+	mutex_lock(&p->lock);
+	add_wait_queue(&p->wq, &wait);
+	while (1) {
+		if (nst_poll_seen(p)) {
+			if (!timeout)
+				timeout = 1;
+			break;
+		}
+		if (!timeout)
+			break;
+		timeout = wait_woken(&wait, TASK_UNINTERRUPTIBLE, timeout);
+	}
+	remove_wait_queue(&p->wq, &wait);
+	mutex_unlock(&p->lock);
+	return timeout;
+}
+
+static void nst_poll_round_arm(struct nst_rounds *r, unsigned long i)
+{
+	struct nst_poll *p = r->obj;
+
+	WRITE_ONCE(p->target, i);
+}
+
+static long nst_poll_round_wait(struct nst_rounds *r)
+{
+	struct nst_poll *p = r->obj;
+
+	return r->settle ? nst_poll_wait_woken(p, r->timeout) : nst_poll_wait(p, r->timeout);
+}
+
+static void nst_poll_round_signal(struct nst_rounds *r, unsigned long i)
+{
+	struct nst_poll *p = r->obj;
+	unsigned long deadline = jiffies + HZ;
+
+	/* the waiter is in its wait once it holds the lock */
+	while (!mutex_is_locked(&p->lock) && time_before(jiffies, deadline))
+		usleep_range(50, 100);
+	nst_poll_signal(p, i);
+}
+
+static enum nst_verdict nst_case_poll(const struct nst_case *c)
+{
+	struct nst_rounds *r[2];
+	struct nst_poll *p[2];
+	ktime_t t0 = ktime_get();
+	bool ran = true, good;
+	int k;
+
+	if (!rounds)
+		return NST_SKIP;
+	for (k = 0; k < 2; k++) {
+		r[k] = kzalloc(sizeof(*r[k]), GFP_KERNEL);
+		p[k] = kzalloc(sizeof(*p[k]), GFP_KERNEL);
+		if (!r[k] || !p[k])
+			ran = false;
+	}
+	for (k = 0; k < 2 && ran; k++) {
+		mutex_init(&p[k]->lock);
+		init_waitqueue_head(&p[k]->wq);
+		r[k]->obj = p[k];
+		r[k]->arm = nst_poll_round_arm;
+		r[k]->wait = nst_poll_round_wait;
+		r[k]->signal = nst_poll_round_signal;
+		r[k]->settle = k == 1;
+		r[k]->rounds = k ? 3 : max(rounds / 50, 1UL);
+		r[k]->timeout = k ? msecs_to_jiffies(100) : 10 * (msecs_to_jiffies(bound_ms) ?: 1);
+		ran = nst_rounds_run(r[k], k ? "poll_woken" : "poll");
+		pr_info("# %s: %s (%u ms, p->lock held): rounds=%lu/%lu full_timeout=%lu lost=%lu min_wait_us=%lld max_wait_us=%lld waker_max_us=%lld\n",
+			c->name, k ? "hand-written wait_woken() form" : "nst_poll_wait()",
+			jiffies_to_msecs(r[k]->timeout), r[k]->done, r[k]->rounds, r[k]->full,
+			r[k]->lost, r[k]->done ? r[k]->min_us : 0, r[k]->max_us, r[k]->max_signal_us);
+	}
+	good = ran && r[0]->done == r[0]->rounds && !r[0]->full && !r[0]->lost &&
+	       r[0]->max_us < jiffies_to_usecs(r[0]->timeout) / 2 &&
+	       r[1]->done == r[1]->rounds && r[1]->full == r[1]->rounds && !r[1]->unsettled &&
+	       r[1]->max_signal_us >= jiffies_to_usecs(r[1]->timeout) / 2;
+	pr_info("# %s: case_elapsed_ms=%lld\n", c->name, ktime_ms_delta(ktime_get(), t0));
+	if (ran)
+		for (k = 0; k < 2; k++) {
+			kfree(p[k]);
+			kfree(r[k]);
+		}
+	return good ? NST_PASS : NST_FAIL;
+}
+
 static const struct nst_case nst_cases[] = {
 	/* one case per wait variant: the waker makes the condition true */
 	{ "wait_event", nst_case_variant, V_WAIT_EVENT, 0, 1 },
@@ -866,6 +1164,10 @@ static const struct nst_case nst_cases[] = {
 	{ "kthread_escape", nst_case_kthread, K_ESCAPE, 0, 1, "nst_kthread_escape" },
 	{ "kthread_park", nst_case_kthread, K_PARK, 0, 1, "nst_kthread_park" },
 	{ "kthread_ownq", nst_case_kthread, K_OWNQ, 0, 1, "nst_kthread_ownq" },
+	/* a wakeup of the wrong mode: none before, MODE=patch fixes the writer */
+	{ "missed_wakeup_mode", nst_case_mode, -1, 0, 1, "nst_mode_wait" },
+	/* a poll whose waker needs the waiter's lock: MODE=patch must refuse it */
+	{ "poll_held_lock", nst_case_poll, -1, 0, 0, "nst_poll_wait" },
 };
 
 /* ---- selection, KTAP, and the module parameters ------------------------ */

@@ -75,4 +75,38 @@ void nst_set_current_state_loop(struct nst_ctx *ctx);
 /* A condition that resets the task state silently (msleep). */
 long nst_wait_event_timeout_msleep(struct nst_ctx *ctx, long timeout);
 
+/*
+ * The wrong-mode wakeup (acpi_dbg's shape): nst_mode_wait() waits in
+ * TASK_UNINTERRUPTIBLE until m->busy is 0; nst_mode_done() clears it and
+ * wakes the queue with wake_up_interruptible(), which wakes no such task.
+ * MODE=patch turns that into wake_up() (the missed-wakeup fix).
+ */
+struct nst_mode {
+	struct mutex lock;		/* taken by the condition */
+	wait_queue_head_t wq;
+	unsigned long busy;		/* the waiter waits for 0 */
+};
+
+long nst_mode_wait(struct nst_mode *m, long timeout);
+void nst_mode_done(struct nst_mode *m);
+
+/*
+ * A poll whose only waker needs a lock the waiter holds: nst_poll_wait()
+ * holds p->lock across a wait whose condition msleep()s on every pass;
+ * nst_poll_signal() sets p->done, then takes p->lock before its wake_up().
+ * MODE=patch must leave the wait alone (the poll rule).
+ */
+struct nst_poll {
+	struct mutex lock;		/* held by the waiter across the wait */
+	wait_queue_head_t wq;
+	unsigned long done;		/* set by the waker, without the lock */
+	unsigned long target;		/* the waiter waits for done >= target */
+	unsigned long evals;		/* condition evaluations */
+	unsigned long signals;		/* the waker's bookkeeping, under lock */
+};
+
+bool nst_poll_seen(struct nst_poll *p);
+long nst_poll_wait(struct nst_poll *p, long timeout);
+void nst_poll_signal(struct nst_poll *p, unsigned long seq);
+
 #endif /* NST_H */

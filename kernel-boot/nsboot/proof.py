@@ -47,6 +47,13 @@ SPLAT = 'do not call blocking ops'
 KTHREAD_PATCHED = ('kthread_global', 'kthread_member', 'kthread_copy', 'kthread_ownq')
 KTHREAD_REFUSED = {'kthread_escape': 'nst_kstash()'}
 KTHREAD_EITHER = {'kthread_park': 'kthread_park()'}
+# issue 31: a wakeup of the wrong mode (MODE=patch fixes the writer; the
+# module's verdict differs by form: every before round waits out its
+# timeout, every after round is woken well before it), and a poll whose
+# only waker needs the waiter's lock (refused with this phrase; both forms
+# keep the poll, and a hand-written wait_woken() form waits out its timeout)
+MISSED_CASE, MISSED_WRITER, MISSED_WAIT = 'missed_wakeup_mode', 'nst_mode_done', 'nst_mode_wait'
+POLL_CASE, POLL_WAIT, POLL_REASON = 'poll_held_lock', 'nst_poll_wait', 'takes p->lock, which the waiter holds'
 
 
 class ProofError(Exception):
@@ -95,8 +102,11 @@ def derive_after(out: str, kdir: str = '') -> Dict[str, object]:
 		unfixed = sorted('%s (%s)' % (f['function'], f['fix']['reason']) for f in findings
 				 if f['fix']['status'] != 'patch')
 		reasons = {f['function']: f['fix']['reason'] for f in findings if f['fix']['status'] != 'patch'}
+		missed = {f['function']: [f['fix']['status'], f['fix'].get('reason', '')] for f in findings
+			  if f.get('kind') == 'missed_wakeup'}
 		touched = sorted(set(l[6:].strip() for l in diff.splitlines() if l.startswith('+++ b/')))
 		return {'fixed': fixed, 'unfixed': unfixed, 'unfixed_reasons': reasons, 'touched': touched,
+			'missed': missed,
 			'kdir': opts.kdir,
 			'after_c': os.path.join(out, 'after.c'),
 			'runner_c': os.path.join(out, 'nestsleep_test.after.c')}
@@ -174,6 +184,7 @@ def compare(der: dict, before: dict, after: dict) -> List[Tuple[str, bool, str]]
 	checks.append(('after/no-splat', not unexpected, '%d unexpected splats: %s' % (
 		len(unexpected), '; '.join(s.get('title', '') for s in unexpected[:5]))))
 	checks += compare_kthreads(der, tb, ta, bsplats)
+	checks += compare_wakeups(der, tb, ta)
 	for case in WAIT_CASES:
 		name = 'stress_' + case
 		st = ta.get(name, {}).get('status', 'missing')
@@ -223,6 +234,45 @@ def compare_kthreads(der: dict, tb: Dict[str, dict], ta: Dict[str, dict], bsplat
 		quiet = not splats if func in der['fixed'] else True
 		checks.append(('after/%s' % case, st in ('PASS', 'SUCCESS') and quiet,
 			       'status %s, %s, splats %s' % (st, lost_of(t), splats)))
+	return checks
+
+
+def diag_of(t: dict) -> str:
+	"""The case's diagnostics that count rounds, or its status."""
+	d = [x for x in t.get('diagnostics', []) if 'rounds=' in x or 'must' in x]
+	return '; '.join(d) or 'status %s' % t.get('status', 'missing')
+
+
+def writer_text(path: str, func: str) -> str:
+	"""func's definition in the C file path, or ''."""
+	try:
+		with open(path) as f:
+			src = f.read()
+	except OSError:
+		return ''
+	m = re.search(r'^\w[^\n;]*\b%s\([^)]*\)\n\{\n.*?^\}$' % re.escape(func), src, re.M | re.S)
+	return m.group(0) if m else ''
+
+
+def compare_wakeups(der: dict, tb: Dict[str, dict], ta: Dict[str, dict]) -> List[Tuple[str, bool, str]]:
+	"""The wrong-mode wakeup and the poll that needs the waiter's lock."""
+	checks: List[Tuple[str, bool, str]] = []
+	st, why = (der.get('missed') or {}).get(MISSED_WRITER, ['no finding', ''])
+	body = writer_text(der.get('after_c', ''), MISSED_WRITER)
+	ok = st == 'patch' and MISSED_WAIT in der['fixed'] and 'wake_up(&m->wq)' in body and \
+		'wake_up_interruptible' not in body
+	checks.append(('rule/%s' % MISSED_CASE, ok, 'missed wakeup %s: %s; after.c %s() wakes with %s' % (
+		st, why, MISSED_WRITER, ', '.join(re.findall(r'\b(wake_up\w*)\(', body)) or 'nothing')))
+	reasons = der.get('unfixed_reasons', {})
+	checks.append(('rule/%s' % POLL_CASE, POLL_WAIT not in der['fixed'] and POLL_REASON in reasons.get(POLL_WAIT, ''),
+		       'refused: %s' % reasons.get(POLL_WAIT, 'rewritten, but the poll rule must refuse it')))
+	for case in (MISSED_CASE, POLL_CASE):
+		for form, t in (('before', tb), ('after', ta)):
+			c = t.get(case, {})
+			s = c.get('status', 'missing')
+			quiet = form == 'before' or not c.get('splats')
+			checks.append(('%s/%s' % (form, case), s in ('PASS', 'SUCCESS') and quiet,
+				       '%s, splats %s' % (diag_of(c), c.get('splats', []))))
 	return checks
 
 
