@@ -325,8 +325,10 @@ def check(fx, f, u, rel, func, queue, state):
 		ctx = context_of(fx, ff, wf)
 		blocked = None
 		for lock, at in locks:
-			for g in (ctx[2] if ctx else [wf]):
-				t = takes(fx, wff[0], wff[1], g, lock) if wff else None
+			# the context's callbacks are the waiter's file's; the
+			# waker alone is read in its own file
+			for g, gff in ([(g, (ff, rel)) for g in ctx[2]] if ctx else [(wf, wff)]):
+				t = takes(fx, gff[0], gff[1], g, lock) if gff else None
 				if t:
 					blocked = "its waker %s() (%s) runs on %s; %s takes %s, which the waiter holds " \
 						  "(%s): the rewrite could hang" % (wf, w["at"], ctx[1] if ctx else
