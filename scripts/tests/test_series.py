@@ -798,6 +798,14 @@ class FirstTestTest(unittest.TestCase):
 				 "as phy_unregister() starts the wait.")
 		self.assertIsNone(fixes.first_test_sentence(tmp, [dict(f, primitive="wait_event_cmd")]))
 		self.assertIsNone(fixes.first_test_sentence(tmp, [dict(f, role="body")]))
+		# several waits of one patch: said once (a reviewer counted five
+		# copies in acpi_dbg's changelog)
+		g = [("a", [f]), ("b", [dict(f, function="phy_close")]), ("c", [dict(f, primitive="wait_event_cmd")])]
+		self.assertEqual(fixes.first_test_sentences(tmp, g), [
+			"wait_event() tests the condition once before it sets the task state (include/linux/wait.h), so "
+			"each nested sleep runs only when the condition is false as its wait starts (phy_unregister(), "
+			"phy_close())."])
+		self.assertEqual(fixes.first_test_sentences(tmp, g[:1]), [t])
 
 
 class SeriesTest(unittest.TestCase):

@@ -337,5 +337,53 @@ void dw_kick_silently(void)
 		self.assertEqual([(m["function"], m["line"]) for m in missed], [("dw_kick_silently", 18)])
 
 
+class SetCurrentStateQueueTest(unittest.TestCase):
+	"""An open-coded set_current_state() loop on a queue of its own
+	(add_wait_queue() before the state is set: via-pmu's pmu_read()) gets
+	the wakers of that queue; its condition is the loop's, not read."""
+
+	def test_queue_from_add_wait_queue(self):
+		tmp = tempfile.mkdtemp(prefix="wakecov-scs-")
+		self.addCleanup(shutil.rmtree, tmp, True)
+		src = os.path.join(tmp, "src")
+		os.makedirs(src)
+		with open(os.path.join(src, "p.c"), "w") as f:
+			f.write("""struct pp { wait_queue_head_t wait; int get, put; };
+
+int pp_read(struct pp *pp)
+{
+	DECLARE_WAITQUEUE(wait, current);
+
+	add_wait_queue(&pp->wait, &wait);
+	set_current_state(TASK_INTERRUPTIBLE);
+	for (;;) {
+		if (pp->get != pp->put)
+			break;
+		schedule();
+	}
+	__set_current_state(TASK_RUNNING);
+	remove_wait_queue(&pp->wait, &wait);
+	return 0;
+}
+
+void pp_intr(struct pp *pp)
+{
+	pp->put++;
+	wake_up_interruptible(&pp->wait);
+}
+""")
+		cache = Cache(os.path.join(tmp, "cache"))
+		fs = [{"file": "p.c", "line": 8, "function": "pp_read", "shape": "set_current_state",
+		       "primitive": "set_current_state"}]
+		wakecov.wake_coverage(fs, Tree(src, cache, 1), Knowledge(), cache)
+		rec = fs[0].get("wakers")
+		self.assertIsNotNone(rec)
+		self.assertEqual((rec["queue"], rec["key"], rec["state"]), ("&pp->wait", "member:pp.wait",
+									      "TASK_INTERRUPTIBLE"))
+		self.assertEqual([(w["at"], w["call"], w["wakes"]) for w in rec["wakers"]],
+				 [("p.c:22", "wake_up_interruptible", True)])
+		self.assertEqual(rec["inputs"], [])
+
+
 if __name__ == "__main__":
 	unittest.main()

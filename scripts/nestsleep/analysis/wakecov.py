@@ -3,8 +3,9 @@
 the missed wakeups that leaves.
 
 For each finding whose wait has a queue (the first argument of a
-wait_event*() or prepare_to_wait*() call) the record finding["wakers"]
-names:
+wait_event*() or prepare_to_wait*() call, or the queue an open-coded
+set_current_state() loop put itself on with add_wait_queue*() before the
+state is set) the record finding["wakers"] names:
 
   queue, key  the queue as written and its identity: global:NAME[.MEMBER..]
               (a file-scope variable) or member:STRUCT.MEMBER (a member of a
@@ -502,13 +503,15 @@ class WakeCov:
 		token range or None) of finding f's wait, or None when its wait
 		has no queue."""
 		shape, prim = f["shape"], f["primitive"]
-		if shape not in ("wait_event", "prepare_to_wait"):
+		if shape not in ("wait_event", "prepare_to_wait", "set_current_state"):
 			return None
 		fv = self.view(f["file"])
 		fn = fv and fv.funcs.get(f["function"])
 		if not fn:
 			return None
 		toks = fv.toks
+		if shape == "set_current_state":
+			return self.own_loop_queue(f, fv, fn)
 		for i in range(fn["lo"], fn["hi"]):
 			if toks[i][1] == prim and toks[i][2] == f["line"] and toks[i + 1][1] == "(":
 				break
@@ -539,6 +542,25 @@ class WakeCov:
 		elif len(args) > 2:
 			state = task_state_name(args[2])
 		return fv, fn, queue, key, state, cond
+
+	def own_loop_queue(self, f, fv, fn):
+		"""wait_of() for an open-coded set_current_state() loop: the queue
+		of the last add_wait_queue*() before the state is set on line
+		f["line"] (pmu_read()), the state set there; the loop's condition
+		is not read (cond None), so it has no inputs."""
+		toks, queue, state = fv.toks, None, ""
+		for i in range(fn["lo"], fn["hi"]):
+			k, v, ln = toks[i]
+			if k != "id" or toks[i + 1][1] != "(" or ln > f["line"]:
+				continue
+			args = split_args(toks, i + 1, _match_close(toks, i + 1, "(", ")"))
+			if v in ("add_wait_queue", "add_wait_queue_exclusive") and args and args[0]:
+				queue = _text(args[0])
+			elif v == f["primitive"] and ln == f["line"] and args:
+				state = task_state_name(args[0])
+		if queue is None:
+			return None
+		return fv, fn, queue, expr_key(queue, fv, fn)[0], state, None
 
 	def inputs(self, fv, fn, lo, hi, qkey, neg=0, depth=0, out=None, seen=None, sizes=None):
 		"""key -> {'shown', 'preds'} of the globals and members read in

@@ -779,6 +779,21 @@ def first_test_sentence(kdir, fs):
 			prim, fs[0]["function"]))
 
 
+def first_test_sentences(kdir, group):
+	"""first_test_sentence() of each unit of a patch, said once: with
+	several waits, one sentence naming their macros and functions."""
+	got = [(fs[0]["primitive"], fs[0]["function"], first_test_sentence(kdir, fs)) for name, fs in group]
+	got = [g for g in got if g[2]]
+	if len(got) <= 1:
+		return [g[2] for g in got]
+	prims = list(dict.fromkeys(p + "()" for p, fn, t in got))
+	return ["%s test%s the condition once before %s the task state (include/linux/wait.h), so each nested "
+		"sleep runs only when the condition is false as its wait starts (%s)." % (
+			" and ".join([", ".join(prims[:-1]), prims[-1]] if len(prims) > 1 else prims),
+			"s" if len(prims) == 1 else "", "it sets" if len(prims) == 1 else "they set",
+			", ".join(fn + "()" for p, fn, t in got))]
+
+
 NEED_WORDS = {"bit": "%s has %s", "nobit": "%s lacks %s", "nz": "%s is not 0", "z": "%s is 0",
 	      "eq": "%s is %s", "ne": "%s is not %s"}
 
@@ -963,8 +978,10 @@ def waker_text(kdir, f, files):
 		call = waker_call(kdir, w["at"], rec["queue"], files)
 		if not call:
 			continue
+		# only the writes that can end the wait (acpi_dbg: the wakeup
+		# after 'usages--' also follows 'usages++', which does not)
 		whens = list(dict.fromkeys(input_change(x) for x in rec.get("writers") or []
-					   if w["at"] in (x.get("woken_by") or [])))
+					   if w["at"] in (x.get("woken_by") or []) and x.get("makes_true") is not False))
 		shown.append("%s in %s() (%s)%s" % (call, w["function"], w["at"],
 						   " when " + " or ".join(whens[:2]) if whens else ""))
 	if shown:
@@ -972,11 +989,12 @@ def waker_text(kdir, f, files):
 		more = len(shown) - len(named)
 		head = "by " + named[0]
 		for i, x in enumerate(named[1:]):
-			head += (", and by " if i == len(named) - 2 and not more else ", by ") + x
-		if more:
-			head += ", and %d more" % more
-		text = "Wakers: the wait is woken %s; %s wake%s wait_woken() too." % (
-			head, "these" if len(shown) > 1 else "it", "" if len(shown) > 1 else "s")
+			head += (", and by " if i == len(named) - 2 else ", by ") + x
+		# the search may miss wakers (a queue reached through another
+		# struct): say there are others, claim no count
+		text = "Wakers: %sthe wait is woken %s; %s wake%s wait_woken() too." % (
+			"among others, " if more else "", head, "these" if len(shown) > 1 else "it",
+			"" if len(shown) > 1 else "s")
 	else:
 		other = sum(1 for w in rec["wakers"] if w.get("wakes") is False)
 		unknown = sum(1 for w in rec["wakers"] if w.get("wakes") is None)
@@ -1083,7 +1101,7 @@ def changelog(kdir, group, table, records, signoff, tags, git=False):
 	paras += effect_paragraphs([effect_inputs(kdir, fs, table) for name, fs in group], records)
 	known = [noline(x) for x in reached_sentences(kdir, [(fs[0]["file"], fs[0]["function"], unit_needs(fs),
 							       unit_impls(fs)) for name, fs in group])]
-	known += [x for x in (first_test_sentence(kdir, fs) for name, fs in group) if x]
+	known += first_test_sentences(kdir, group)
 	paras.append(wrap(" ".join(known)))
 	wakers = [(name, waker_items(kdir, fs)) for name, fs in group]
 	reasons = shared([(fs[0]["function"], [noline(without_poll_reason(fs[0]["fix"]["reason"]) if wk else
