@@ -162,6 +162,12 @@ class CoverKindTest(unittest.TestCase):
 		self.assertRegex(t, r"One change patches 2/3, 3/3 make: wait_woken\(\)")
 		self.assertNotIn("Each patch", t)
 
+	def test_missed_wakeup_patch_is_not_called_a_rewrite(self):
+		t = " ".join(fixes.cover_blurb(self.ent(["wait_event", "missed_wakeup"]), [], self.manifest(),
+					       "linux-6.1.192").split())
+		self.assertIn("Patch 2/2 adds the wakeup that a writer of the wait's condition misses", t)
+		self.assertIn("One change patch 1/2 makes: wait_woken()", t)
+
 	def test_woken_only_cover_unchanged(self):
 		t = " ".join(fixes.cover_blurb(self.ent(["prepare_to_wait", "wait_event"]), [], self.manifest(),
 					       "linux-6.1.192").split())

@@ -2064,7 +2064,8 @@ def cover_kinds(ent):
 	out = collections.OrderedDict()
 	for i, e in enumerate(ent["patches"], 1):
 		k = e.get("kind")
-		out.setdefault("restore" if k == "restore" else "woken" if k in WOKEN_KINDS else "other", []).append(i)
+		out.setdefault("restore" if k == "restore" else "woken" if k in WOKEN_KINDS else
+			       "missed" if k == "missed_wakeup" else "other", []).append(i)
 	return out
 
 
@@ -2078,6 +2079,8 @@ def cover_how(kinds, n, git):
 	text = {"restore": ("sets the task state back to TASK_RUNNING as soon as the wait loop ends, before the "
 			    "call that may sleep, and leaves the wait itself as it is", "set"),
 		"woken": ("rewrites the wait into %s" % form, "rewrite"),
+		"missed": ("adds the wakeup that a writer of the wait's condition misses (a missed wakeup, not a "
+			   "nested sleep)", "add"),
 		"other": ("changes the wait as its changelog says", "change")}
 	if len(kinds) == 1:
 		k = next(iter(kinds))
@@ -2181,7 +2184,9 @@ def fill_cover(path, ent, ro, manifest, tid):
 	with open(path, errors="surrogateescape") as f:
 		text = f.read()
 	if ent["cover_letter"]:
-		text = text.replace("*** SUBJECT HERE ***", "%s fix nested sleeps found by nestsleep" % cover_prefix(ent))
+		missed = any(e.get("kind") == "missed_wakeup" for e in ent["patches"])
+		text = text.replace("*** SUBJECT HERE ***", "%s fix nested sleeps%s found by nestsleep" % (
+			cover_prefix(ent), " and a missed wakeup" if missed else ""))
 		text = text.replace("*** BLURB HERE ***", cover_blurb(ent, ro, manifest, tid))
 	else:
 		head, sep, rest = text.partition("\n---\n")
