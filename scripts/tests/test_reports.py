@@ -363,10 +363,11 @@ def mw_finding(how="wrong_mode"):
 	msg = {"wrong_mode": "wakes it only with wake_up_interruptible(), which does not wake TASK_UNINTERRUPTIBLE",
 	       "unwoken": "neither it nor a caller wakes xq",
 	       "guarded": "wakes xq only if wakeup, which x_close() passes as ret >= 0"}[how]
-	reason = {"wrong_mode": "wake_up_interruptible(&xq) -> wake_up(&xq), no longer only if wakeup: a caller "
-				"passes it false",
+	reason = {"wrong_mode": "wake_up_interruptible(&xq) -> wake_up(&xq), on every path: it ran only under "
+				"'if (wakeup)', which some callers make false although the write before it still ends "
+				"the wait",
 		  "unwoken": "wake_up(&xq) after xflags &= ~flag on line 6: nothing woke xq after it",
-		  "guarded": "wake_up_interruptible(&xq) -> wake_up(&xq), no longer only if wakeup: a caller passes it false"}[how]
+		  "guarded": "wake_up_interruptible(&xq) -> wake_up(&xq), on every path: it ran only under 'if (wakeup)', which some callers make false although the write before it still ends the wait"}[how]
 	return {
 		"fingerprint": "00000000000000%02d" % ["wrong_mode", "unwoken", "guarded"].index(how),
 		"file": rel, "line": 6, "col": 1, "colend": 17, "function": "x_unlock", "shape": "wait_event",
@@ -435,7 +436,7 @@ class MissedWakeupReportTest(unittest.TestCase):
 			self.assertIn(what, r["confidence_reason"])
 		self.assertIn("no exerciser", r["runtime_reason"])
 		self.assertIn("Suggested fix: Change the wakeup (the patch below): wake_up_interruptible(&xq) -> "
-			      "wake_up(&xq), no longer only if wakeup: a caller passes it false.", md)
+			      "wake_up(&xq), on every path: it ran only under 'if (wakeup)', which some callers make false although the write before it still ends the wait.", md)
 
 	def test_guarded(self):
 		r, md = self.render("guarded")

@@ -148,7 +148,8 @@ def waker_site(fx, wc, fv, fn, m, wk, sites, u):
 		if not re.match(r"^if\s*\(.*\)$", prev) or s.strip().count(";") != 1:
 			raise Refuse("report-only", "the test of %s() on %s is not a plain 'if (%s)'" % (call, wk["at"], g))
 		sites["guard"][at] = 1
-		u.reasons.append("%s, no longer only if %s: a caller passes it false" % (what, g))
+		u.reasons.append("%s, on every path: it ran only under 'if (%s)', which some callers make false "
+				 "although the write before it still ends the wait" % (what, g))
 	elif new != call:
 		sites["mode"][at] = 1
 		u.reasons.append("%s: %s() does not wake the waiter's state" % (what, call))
