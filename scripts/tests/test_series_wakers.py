@@ -15,7 +15,7 @@ from nestsleep.series import series as fixes
 WAKE_CALL = re.compile(r"\b(?:__)?wake_up\w*\s*\(")
 IDENT = r"[A-Za-z_]\w*"
 # the calls that name the queue of a wait in a diff
-WAIT_CALL = re.compile(r"^[-+].*?\b(?:add_wait_queue\w*|prepare_to_wait\w*|wait_event\w*)\s*\(\s*([^,]+),", re.M)
+WAIT_CALL = re.compile(r"^[-+ ].*?\b(?:add_wait_queue\w*|prepare_to_wait\w*|wait_event\w*)\s*\(\s*([^,]+),", re.M)
 # the wakeups a missed wakeup's fix changes name its queue too
 DIFF_WAKE = re.compile(r"^[-+].*?\b(?:__)?wake_up\w*\s*\(\s*([^,)]+)[,)]", re.M)
 
