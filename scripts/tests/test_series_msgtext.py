@@ -135,6 +135,18 @@ class FoundLineTest(unittest.TestCase):
 			      "interface of a mac80211_hwsim radio while the radio is being deleted", t)
 		self.assertNotIn("wiphy_unregister.sh", t)
 
+	def test_missed_wakeup_is_not_reproduced_by_a_warning(self):
+		"""A boot that warned shows the nested sleeps an exerciser drove, not
+		a missed wakeup (the 6.1 reviewer of round 2 found 'reproduced' on
+		the ACPI missed-wakeup patch false)."""
+		rec = {"kind": "missed_wakeup", "build": BUILT,
+		       "boot": dict(BOOTED, reproduced=True, warning_gone=True, baseline_hits=["x"])}
+		t = self.line(rec)
+		self.assertNotIn("reproduced", t)
+		self.assertIn("a missed wakeup prints no warning", t)
+		records = {"fp": dict(rec, function="f")}
+		self.assertNotIn("warned", fixes.tested_paragraph(["fp"], records))
+
 	def test_no_tool_paths(self):
 		for recs in (({"build": BUILT, "boot": dict(BOOTED, reproduced=True)},), ({},)):
 			self.assertNotIn("/", self.line(*recs).replace("allmodconfig", ""))
