@@ -367,7 +367,25 @@ class TextTest(unittest.TestCase):
 		self.assertTrue(all(len(x) <= 72 for x in out.splitlines()), out)
 
 
-class ReachedTest(unittest.TestCase):
+class FilesTree(unittest.TestCase):
+	"""A small tree written from the class's FILES (path -> text), shared by
+	the tests of one class."""
+	FILES = {}
+
+	@classmethod
+	def setUpClass(cls):
+		cls.tmp = tempfile.mkdtemp(prefix="nestsleep-reached-test-")
+		for rel, text in cls.FILES.items():
+			os.makedirs(os.path.dirname(os.path.join(cls.tmp, rel)), exist_ok=True)
+			with open(os.path.join(cls.tmp, rel), "w") as f:
+				f.write(text)
+
+	@classmethod
+	def tearDownClass(cls):
+		shutil.rmtree(cls.tmp)
+
+
+class ReachedTest(FilesTree):
 	"""How a wait is reached: callers across files, each entry named."""
 
 	FILES = {
@@ -565,17 +583,6 @@ void baz_init(struct baz *b)
 """,
 	}
 
-	@classmethod
-	def setUpClass(cls):
-		cls.tmp = tempfile.mkdtemp(prefix="nestsleep-reached-test-")
-		for rel, text in cls.FILES.items():
-			os.makedirs(os.path.dirname(os.path.join(cls.tmp, rel)), exist_ok=True)
-			with open(os.path.join(cls.tmp, rel), "w") as f:
-				f.write(text)
-
-	@classmethod
-	def tearDownClass(cls):
-		shutil.rmtree(cls.tmp)
 
 	def text(self, func):
 		return reach.reached_text(self.tmp, "drivers/foo/wait.c", func)
@@ -662,7 +669,7 @@ void baz_init(struct baz *b)
 			"No caller of unused_wait() was found in the tree; it may be called through a pointer."])
 
 
-class ReachedImplTest(unittest.TestCase):
+class ReachedImplTest(FilesTree):
 	"""An example caller must reach the sleep: when the sleeping chain goes
 	through a function pointer, the caller named is one from the file of
 	the implementation the chain resolved (tty_port_block_til_ready():
@@ -718,17 +725,6 @@ static const struct tty_operations sleepy_ops = { .open = sleepy_open, };
 		   "paths": [{"chain": ["port->ops->carrier=sleepy_carrier", "mutex_lock"],
 			      "chain_locs": ["drivers/tty/port.c:4", "drivers/b/sleepy.c:5"]}]}
 
-	@classmethod
-	def setUpClass(cls):
-		cls.tmp = tempfile.mkdtemp(prefix="nestsleep-reached-impl-")
-		for rel, text in cls.FILES.items():
-			os.makedirs(os.path.dirname(os.path.join(cls.tmp, rel)), exist_ok=True)
-			with open(os.path.join(cls.tmp, rel), "w") as f:
-				f.write(text)
-
-	@classmethod
-	def tearDownClass(cls):
-		shutil.rmtree(cls.tmp)
 
 	def test_unit_impls_from_the_chain(self):
 		self.assertEqual(fixes.unit_impls([self.FINDING]),
