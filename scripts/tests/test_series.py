@@ -214,6 +214,21 @@ class SubjectTest(unittest.TestCase):
 				 "x: fix nested sleeps in a() and b()")
 
 
+class RestoreSubjectTest(unittest.TestCase):
+	"""A patch that only restores TASK_RUNNING after the loop says so: the
+	call runs after the wait, not in it (a reviewer: 'the subject calls it
+	a nested sleep although the sleep comes after the loop')."""
+
+	def test_restore_subject(self):
+		f = {"function": "hpet_read", "call": "put_user", "primitive": "set_current_state",
+		     "shape": "set_current_state", "fix": {"kind": "restore"}}
+		self.assertEqual(fixes.subject_core("char: hpet:", [("u", [f])]),
+				 "char: hpet: set TASK_RUNNING before put_user() in hpet_read()")
+		g = dict(f, fix={"kind": "wait_event"})
+		self.assertEqual(fixes.subject_core("char: hpet:", [("u", [g])]),
+				 "char: hpet: fix nested sleep in hpet_read()")
+
+
 class SelectTest(unittest.TestCase):
 	"""Which findings get a patch."""
 
@@ -858,7 +873,7 @@ class SeriesTest(unittest.TestCase):
 		text = read(os.path.join(out, thread["patch"])).split("\n---\n")[0].replace("\n  ", " ")
 		self.assertIn("sess_thread(): the wakers in sess_reset(), sess_stop() are converted", text)
 		self.assertEqual(thread["test_status"], "not tested")
-		self.assertEqual(man["tests"][thread["fingerprints"][0]], {"function": "sess_thread"})
+		self.assertEqual(man["tests"][thread["fingerprints"][0]], {"function": "sess_thread", "kind": "nested_sleep"})
 		# lone_thread(), the one left unfixed before the own-queue form
 		self.assertEqual(len(man["report_only"]), 0)
 		for s in man["series"]:

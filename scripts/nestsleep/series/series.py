@@ -662,7 +662,11 @@ def problem_paragraphs(kdir, fs, table):
 	else:
 		head = ("%s() sets the task state to %s with %s() and, before it calls schedule(), calls %s(), "
 			"which may sleep:" % (func, state, prim, f["call"]))
-	return [wrap(head), "\n".join(chain_lines(c) for c in unit_chains(fs, kdir))]
+	chains = unit_chains(fs, kdir)
+	if all(c.split(" (only when ")[0] == f["call"] + "()" for c in chains):
+		# a chain of the one call named already (hpet's put_user())
+		return [wrap(head[:-1] + ".")]
+	return [wrap(head), "\n".join(chain_lines(c) for c in chains)]
 
 
 def effect_inputs(kdir, fs, table):
@@ -983,7 +987,7 @@ def waker_text(kdir, f, files):
 		# only the writes that can end the wait (acpi_dbg: the wakeup
 		# after 'usages--' also follows 'usages++', which does not)
 		whens = list(dict.fromkeys(input_change(x) for x in rec.get("writers") or []
-					   if w["at"] in (x.get("woken_by") or []) and x.get("makes_true") is not False))
+					   if w["at"] in (x.get("woken_by") or []) and x.get("makes_true") is True))
 		shown.append("%s in %s() (%s)%s" % (call, w["function"], w["at"],
 						   " when " + " or ".join(whens[:2]) if whens else ""))
 	if shown:
@@ -1135,7 +1139,14 @@ def changelog(kdir, group, table, records, signoff, tags, git=False):
 	how = "Set the task state back to TASK_RUNNING as soon as %s ends" % (
 		"each wait loop" if many else "the wait loop") if restore else \
 		"Rewrite %s in %s" % ("each wait" if many else "the wait", WOKEN_FORM_GIT if git else WOKEN_FORM)
-	if len(reasons) == 1:
+	if restore and len(reasons) == 1 and not many:
+		# 'the wait loop leaves with the task state still set, and X()
+		# runs after it: TASK_RUNNING is now restored as soon as the loop
+		# ends; the loop itself ... unchanged': say it once
+		tail = reasons[0][0].rstrip(".").rpartition("; ")[2]
+		paras.append(wrap("Set the task state back to TASK_RUNNING as soon as the wait loop ends, before %s() "
+				  "runs; %s." % (group[0][1][0]["call"], tail)))
+	elif len(reasons) == 1:
 		paras.append(wrap("%s: %s." % (how, reasons[0][0].rstrip("."))))
 	else:
 		paras.append(wrap(how + ":") + "\n\n" + "\n".join(
@@ -1741,8 +1752,12 @@ def subject_core(prefix, group):
 		if fs[0]["function"] not in funcs:
 			funcs.append(fs[0]["function"])
 	if len(funcs) == 1:
-		what = "missed wakeup" if all(f.get("kind") == "missed_wakeup" for n, fs in group for f in fs) else \
-			"nested sleep"
+		fs0 = [f for n, fs in group for f in fs]
+		if all(f.get("fix", {}).get("kind") == "restore" for f in fs0) and len(set(f["call"] for f in fs0)) == 1:
+			# the call runs after the loop, not in it: say what the
+			# patch does, not 'nested sleep'
+			return "%s set TASK_RUNNING before %s() in %s()" % (prefix, fs0[0]["call"], funcs[0])
+		what = "missed wakeup" if all(f.get("kind") == "missed_wakeup" for f in fs0) else "nested sleep"
 		return "%s fix %s in %s()" % (prefix, what, funcs[0])
 	two = "%s fix nested sleeps in %s() and %s()" % (prefix, funcs[0], funcs[1])
 	if len(funcs) == 2 and len(two) <= 70:
