@@ -147,6 +147,15 @@ class FoundLineTest(unittest.TestCase):
 		records = {"fp": dict(rec, function="f")}
 		self.assertNotIn("warned", fixes.tested_paragraph(["fp"], records))
 
+	def test_missed_wakeup_status_claims_no_reproduction(self):
+		"""The short statuses series.json and the triage index show."""
+		b = dict(BOOTED, reproduced=True, warning_gone=True, baseline_hits=["x"])
+		self.assertEqual(fixes.boot_status(b, "", "missed_wakeup"),
+				 "compiled, booted (a missed wakeup prints no warning)")
+		self.assertIn("reproduced", fixes.boot_status(b, ""))
+		st = fixes.patch_status(["fp"], {"fp": {"kind": "missed_wakeup", "build": BUILT, "boot": b}})
+		self.assertNotIn("reproduced", st)
+
 	def test_no_tool_paths(self):
 		for recs in (({"build": BUILT, "boot": dict(BOOTED, reproduced=True)},), ({},)):
 			self.assertNotIn("/", self.line(*recs).replace("allmodconfig", ""))

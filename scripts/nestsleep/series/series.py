@@ -1461,7 +1461,9 @@ def patch_status(fps, records):
 			st.append("compiled")
 		elif b.get("status") == "not-built" or c.get("status") == "not-built":
 			st.append("not compiled (" + (b.get("reason") or "not built here") + ")")
-		if bo.get("status") == "ok":
+		if bo.get("status") == "ok" and r.get("kind") == "missed_wakeup":
+			st.append("booted (a missed wakeup prints no warning)")
+		elif bo.get("status") == "ok":
 			if bo.get("warning_gone"):
 				st.append("booted, reproduced, exercised: warning gone")
 			elif bo.get("exercised") and bo.get("baseline_hits") and not bo.get("patched_hits"):
@@ -1477,9 +1479,11 @@ def patch_status(fps, records):
 	return "not tested"
 
 
-def boot_status(b, default):
+def boot_status(b, default, kind=""):
 	"""One short status for a patch from its boottest.json record."""
 	st = b.get("status", "")
+	if st == "ok" and kind == "missed_wakeup":
+		return "compiled, booted (a missed wakeup prints no warning)"
 	if st == "ok":
 		if b.get("warning_gone"):
 			return "compiled, booted, reproduced, exercised: warning gone"

@@ -465,13 +465,18 @@ def build(a):
 						changed = changed_lines(fp.read())
 				except OSError:
 					changed = None
+				missed = p.get("kind") == "missed_wakeup"
 				for fp in p["fingerprints"]:
 					st = p.get("test_status", "not tested")
 					if fp in boot and isinstance(boot[fp], dict):
-						st = boot_status(boot[fp], st)
+						st = boot_status(boot[fp], st, p.get("kind", ""))
 					obs = fixes.observed_warning([fp], man.get("tests", {}))
 					if obs is None and isinstance(boot.get(fp), dict) and boot[fp].get("baseline_hits"):
 						obs = boot[fp]["baseline_hits"][0]
+					if missed:
+						# the exerciser's warnings are the file's nested
+						# sleeps': a missed wakeup prints none
+						obs = None
 					series[fp] = {"status": st, "patch": p["patch"], "checkpatch": p["checkpatch"]["status"],
 						      "tested": p.get("tested_text", ""), "changed": changed, "observed": obs}
 	runtime = {fp: r for fp, r in (boot if a.series else {}).items() if isinstance(r, dict)}
@@ -497,7 +502,7 @@ def build(a):
 			    "patch_status": series.get(f["fingerprint"], {}).get("status",
 							("generated, not tested" if fx.get("status") == "patch" else "")),
 			    "confidence_reason": confidence_reason(f)})
-		rec["runtime"] = runtime_summary(runtime.get(f["fingerprint"]))
+		rec["runtime"] = None if is_missed(f) else runtime_summary(runtime.get(f["fingerprint"]))
 		if rec["verdict"] == "true" and not (rec["runtime"] or {}).get("reproduced"):
 			rec["runtime_reason"] = runtime_reason(rec, reasons, exercised_files)
 		recs.append(rec)
