@@ -385,7 +385,7 @@ class MissedChangelogTest(unittest.TestCase):
 				 "queue": "bar_io.wait", "waker_at": mat("\t\twake_up_interruptible(&bar_io.wait);"),
 				 "others": others},
 			"fix": {"status": "patch", "kind": "missed_wakeup", "confidence": "medium",
-				"reason": "wake_up_interruptible(&bar_io.wait) -> wake_up(&bar_io.wait), no longer only if "
+				"reason": "wake_up_interruptible(&bar_io.wait) -> wake_up(&bar_io.wait), on every path: it ran only if "
 					  "wakeup: a caller passes it false",
 				"caveats": ["every waiter of bar_io.wait tests its condition again when woken, so a wakeup "
 					    "that finds the condition still false costs one more test"],

@@ -139,7 +139,8 @@ def waker_site(fx, wc, fv, fn, m, wk, sites, u):
 	if len(cols) != 1:
 		raise Refuse("report-only", "cannot place %s() on %s" % (call, wk["at"]))
 	at = "%d:%d" % (line, cols[0])
-	what = "%s -> %s" % (call_text(fv, line, call), call_text(fv, line, call).replace(call + "(", new + "(", 1))
+	what = call_text(fv, line, call) if new == call else "%s -> %s" % (
+		call_text(fv, line, call), call_text(fv, line, call).replace(call + "(", new + "(", 1))
 	g = wk["guard"]
 	if g and wk["function"] == fn["name"] and guard_false(wc, fv, fn, g):
 		if call not in GUARDED:
