@@ -264,6 +264,29 @@ def flat(t, m, s, e):
 	return "".join(res)
 
 
+def plain_names(decls, pre, cond, taken):
+	"""A statement expression's locals without the leading underscores
+	that a macro argument needs against shadowing ('int __count' in
+	wiphy_unregister()'s wait_event()): in the loop body they are plain
+	locals, so '__count' becomes 'count' where that name is free in the
+	function."""
+	ren = {}
+	for d in decls:
+		for m in re.finditer(r"\b(_+([A-Za-z]\w*))\s*(?=[;=,\[])", d):
+			new = m.group(2)
+			if new not in taken and new not in ren.values() and new not in C_KEYWORDS:
+				ren[m.group(1)] = new
+	if not ren:
+		return decls, pre, cond
+	sub = lambda t: re.sub(r"\b(%s)\b" % "|".join(map(re.escape, ren)), lambda m: ren[m.group(1)], t)
+	return [sub(d) for d in decls], [x if x is None else sub(x) for x in pre], sub(cond)
+
+
+C_KEYWORDS = frozenset("auto break case char const continue default do double else enum extern float for goto if "
+		       "inline int long register restrict return short signed sizeof static struct switch typedef "
+		       "union unsigned void volatile while bool true false".split())
+
+
 def split_cond(cond):
 	"""(loop_decls, pre_statements, test) for a wait condition, so that the
 	rewritten loop passes checkpatch: a statement-expression condition
@@ -1046,7 +1069,7 @@ class Fixer:
 		sc = split_cond(cond)
 		if sc is None:
 			raise Refuse("manual", "the condition is a statement expression that cannot be unpacked")
-		ldecls, pre, cond = sc
+		ldecls, pre, cond = plain_names(*sc, taken)
 		if re.search(r"[^=!<>+\-*/%&|^]=[^=]", mask(cond)):
 			# checkpatch forbids an assignment in an if condition: evaluate
 			# the condition, in the same order, into a bool first
