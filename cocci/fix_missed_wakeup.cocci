@@ -15,7 +15,12 @@
 ///
 /// A wakeup that runs only under a parameter test ('if (wakeup)', which
 /// some caller passes as a value that may be false) becomes unconditional
-/// (drivers/acpi/acpi_dbg.c acpi_aml_unlock_fifo()).
+/// (drivers/acpi/acpi_dbg.c acpi_aml_unlock_fifo()).  When that test was
+/// the parameter's only use, the parameter goes, with its argument at every
+/// call:
+///
+///	static void f(unsigned long flag, bool wakeup)  ->  ... f(unsigned long flag)
+///	f(FLAG, ret >= 0);                              ->  f(FLAG);
 ///
 /// Unwoken writer: 'wake_up(&q);' is added right after the write, with the
 /// queue written in the writer's terms (net/wireless/core.c
@@ -26,7 +31,11 @@
 //# waker call to convert; "guard", the same for a waker whose 'if (E)' is
 //# dropped; "after", the "line:column" of each write
 //# statement with the queue to wake after it.  It checks that every site
-//# changed, and refuses the finding otherwise.  spatch 1.1.1 cannot
+//# changed, and refuses the finding otherwise.  "unparam" maps a static
+//# function to the parameter to drop: the driver asks for it only when
+//# the guard was its only use, the parameter is not the first, every
+//# mention of the function in the file is its definition or a call, and
+//# no argument has a side effect.  spatch 1.1.1 cannot
 //# inherit a position over a change, so each kind is its own run on the
 //# unchanged file (-D mode, -D guard, -D after, with -D patch) and the
 //# driver puts the edits together: the sites never overlap.  A wakeup made
@@ -45,6 +54,7 @@ virtual patch
 virtual mode
 virtual guard
 virtual after
+virtual unparam
 
 @initialize:python@
 @@
@@ -55,6 +65,7 @@ NS = json.loads(os.environ.get("NESTSLEEP_SITES") or "{}")
 NS_MODE = NS.get("mode", {})
 NS_GUARD = NS.get("guard", {})
 NS_AFTER = NS.get("after", {})
+NS_UNPARAM = NS.get("unparam", {})
 
 
 def ns_at(p):
@@ -132,3 +143,52 @@ expression a.W, aqueue.q;
 
   W@p;
 + wake_up(q);
+
+// A parameter whose only use was the dropped guard: out of the definition
+// and out of every call.  The comma goes with the parameter on its minus
+// line: spatch 1.1.1 cannot parse a plus slice that keeps both commas
+// around a removed parameter.  Not the first parameter (the driver's
+// condition): 'ps' is never empty.  f has no constraint of its own since
+// spatch 1.1.1 cannot inherit an identifier that has one.
+
+@ulast depends on patch && unparam@
+identifier f;
+identifier x : script:python(f) { NS_UNPARAM.get(f) == x };
+parameter list[n] ps;
+type T;
+@@
+
+ f(ps
+- , T x
+  ) { ... }
+
+@umid depends on patch && unparam && !ulast@
+identifier f;
+identifier x : script:python(f) { NS_UNPARAM.get(f) == x };
+parameter list[n] ps;
+type T;
+@@
+
+ f(ps,
+- T x,
+  ...) { ... }
+
+@depends on patch && unparam@
+identifier ulast.f;
+expression list[ulast.n] es;
+expression E;
+@@
+
+ f(es
+- , E
+  )
+
+@depends on patch && unparam@
+identifier umid.f;
+expression list[umid.n] es;
+expression E;
+@@
+
+ f(es,
+- E,
+  ...)

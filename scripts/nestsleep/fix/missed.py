@@ -91,7 +91,7 @@ def plan_one(fx, wc, m, wait, u):
 	wakers = {}
 	for wk in rec["wakers"]:
 		wakers.setdefault(wk["at"], []).append(wk)
-	sites = {"mode": {}, "guard": {}, "after": {}}
+	sites = {"mode": {}, "guard": {}, "after": {}, "unparam": {}, "unparam_at": {}}
 	if m["missed"] == "unwoken":
 		for w in writes:
 			line = int(w["at"].rpartition(":")[2])
@@ -151,9 +151,51 @@ def waker_site(fx, wc, fv, fn, m, wk, sites, u):
 		sites["guard"][at] = 1
 		u.reasons.append("%s, on every path: it ran only under 'if (%s)', which some callers make false "
 				 "although the write before it still ends the wait" % (what, g))
+		drop = unused_param(wc, fv, fn, g)
+		if drop:
+			sites["unparam"][fn["name"]] = g
+			sites["unparam_at"].update(dict.fromkeys(drop, 1))
+			u.reasons.append("'%s' is then unused: the parameter goes, with its argument at the %s of "
+					 "%s()" % (g, "call" if len(drop) == 2 else "%d calls" % (len(drop) - 1),
+						   fn["name"]))
 	elif new != call:
 		sites["mode"][at] = 1
 		u.reasons.append("%s: %s() does not wake the waiter's state" % (what, call))
+
+
+_SIDE_EFFECT = re.compile(r"\(|\+\+|--|(?<![<>=!])=(?!=)")
+
+
+def unused_param(wc, fv, fn, guard):
+	"""The "line:column" sites (the parameter, then each call's argument)
+	of dropping parameter guard from static fn, or None: only when the
+	guard was its only use in the body, it is not the first parameter,
+	every mention of fn in its file is the definition or a one-line call
+	with every argument, and no argument given for it has a side effect."""
+	params, toks, name = fn["params"], fv.toks, fn["name"]
+	if not re.match(r"^\w+$", guard) or guard not in params or params.index(guard) == 0:
+		return None
+	if not re.search(r"^static\b[^;{]*\b%s\s*\(" % re.escape(name), fv.text, re.M):
+		return None
+	if sum(1 for i in range(fn["lo"], fn["hi"]) if toks[i][0] == "id" and toks[i][1] == guard) != 1:
+		return None
+	idx = params.index(guard)
+	calls = fv.calls_of(name)
+	mentions = sum(1 for t in toks if t[0] == "id" and t[1] == name)
+	if mentions != len(calls) + 1:
+		return None
+	at = []
+	for i in range(fn["lo"] - 1, -1, -1):
+		if toks[i][0] == "id" and toks[i][1] == guard:
+			at.append("%d:0" % toks[i][2])
+			break
+	for fn2, i, args in calls:
+		close = _match_close(toks, i + 1, "(", ")")
+		# a call over several lines is left alone: its sites are lines
+		if len(args) != len(params) or _SIDE_EFFECT.search(args[idx]) or toks[close][2] != toks[i][2]:
+			return None
+		at.append("%d:0" % toks[i][2])
+	return at if len(at) == len(calls) + 1 else None
 
 
 def call_text(fv, line, call):
@@ -236,14 +278,15 @@ def run_rule(fx, u, rel, sites):
 	is; every site must have changed (the edits of a kind only touch its
 	sites)."""
 	ft = fx.text(rel)
-	for kind in ("mode", "guard", "after"):
+	for kind in ("mode", "guard", "after", "unparam"):
 		if not sites[kind]:
 			continue
 		new = fx.spatch_text(ft.t, os.path.basename(rel), RULE,
 				     {"NESTSLEEP_SITES": json.dumps({kind: sites[kind]})}, ["-D", kind])
 		edits = [] if new is None else text_edits(ft.t, new)
 		offs = []
-		for at in sites[kind]:
+		# a dropped parameter's sites are its lines: the definition's, each call's
+		for at in sites["unparam_at"] if kind == "unparam" else sites[kind]:
 			line, col = map(int, at.split(":"))
 			# an insertion after the write starts the next line
 			o = ft.offset(line + 1, 0) if kind == "after" else ft.offset(line, col)
