@@ -246,6 +246,17 @@ class WakerChangelogTest(unittest.TestCase):
 		self.assertIn("in foo_release() (%s) when users drops;" % at("\twake_up(&dev->wq);"), self.flat(body))
 		self.assertNotIn("rises", body)
 
+	def test_two_waits_of_one_function_one_item(self):
+		"""acpi_aml_release() has two waits on one queue: one waker item
+		for both, not one each (a round-2 reviewer's nit)."""
+		first = self.finding(self.all_wakers()[:1])
+		second = dict(self.finding(self.all_wakers(), [self.writer()]), line=first["line"] + 1)
+		body = self.flat(fixes.changelog(self.kdir, [("foo_remove", [first, second])], fixes.waiters(), {}, "", []))
+		self.assertEqual(body.count("Wakers:"), 1, body)
+		self.assertIn("Wakers: its two waits are woken by wake_up(&dev->wq) in foo_release() (%s) when users "
+			      "drops, and by wake_up_all(&dev->wq) in foo_kick() (%s); these wake wait_woken() too." % (
+				      at("\twake_up(&dev->wq);"), at("\twake_up_all(")), body)
+
 	def test_no_waker_wakes_the_state(self):
 		ws = [self.waker("\twake_up_interruptible(&dev->wq);", "foo_irq", "wake_up_interruptible", False)]
 		body, patch = self.changelog(self.finding(ws, polls={"via": ["foo_users"], "reason": "x"}))
@@ -417,6 +428,23 @@ class MissedChangelogTest(unittest.TestCase):
 		self.assertNotIn("extra pass", flat)
 		# the listed waker is a wakeup of the patch's queue
 		self.assertEqual(check_listed_wakers(body + "\n---\n" + MDIFF, self.kdir), ([exit_at], []))
+
+	def test_wait_names_the_later_missed_wakeup_patch(self):
+		"""The patch of a wait whose missed wakeup a later patch of the
+		series fixes says so, naming the wait by its condition and the
+		later patch by its subject; the later patch and a patch after
+		it get nothing."""
+		m = self.finding([])
+		wait = {"file": MREL, "line": int(m["wait_at"].split(":")[1]), "function": "bar_release"}
+		subjects = ["bar: fix nested sleep in bar_release()", "bar: fix missed wakeup in bar_unlock()", "bar: x"]
+		later = fixes.missed_later(self.kdir, [[("bar_release", [wait])], [("bar_unlock", [m])], []], subjects)
+		what = ("bar_unlock() clears bar_io.flags, which ends the !bar_busy() wait, but wakes it only with "
+			"wake_up_interruptible(), which does not wake TASK_UNINTERRUPTIBLE")
+		self.assertEqual(later, [{m["wait_at"]: (what, subjects[1])}, {}, {}])
+		wait["fix"] = {"kind": "wait_event"}
+		self.assertEqual(fixes.waker_items(self.kdir, [wait], later[0]),
+				 ["%s; \"%s\", later in this series, fixes that." % (what, subjects[1])])
+		self.assertEqual(fixes.waker_items(self.kdir, [wait], later[1]), [])
 
 	def test_no_other_waker(self):
 		flat = re.sub(r"\s+", " ", self.body(self.finding([])))

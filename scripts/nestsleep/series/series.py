@@ -969,13 +969,10 @@ def input_change(w):
 	return name + " changes"
 
 
-def waker_text(kdir, f, files):
-	"""The changelog item of one rewritten wait's queue wakers, from
-	f["wakers"] and the poll rule's reason in f["fix"]; None without a
-	record (no queue, or findings from before wakecov)."""
-	rec = f.get("wakers")
-	if not rec or not rec.get("queue"):
-		return None
+def waker_shown(kdir, f, files):
+	"""The queue wakers of f["wakers"] that wake the wait's state, each
+	(call read back from KDIR, function, file:line, [when...])."""
+	rec = f["wakers"]
 	shown, seen = [], set()
 	for w in rec["wakers"]:
 		if w.get("wakes") is not True or (w["at"], w["call"]) in seen:
@@ -988,19 +985,41 @@ def waker_text(kdir, f, files):
 		# after 'usages--' also follows 'usages++', which does not)
 		whens = list(dict.fromkeys(input_change(x) for x in rec.get("writers") or []
 					   if w["at"] in (x.get("woken_by") or []) and x.get("makes_true") is True))
-		shown.append("%s in %s() (%s)%s" % (call, w["function"], w["at"],
-						   " when " + " or ".join(whens[:2]) if whens else ""))
+		shown.append((call, w["function"], w["at"], whens))
+	return shown
+
+
+def woken_sentence(shown, waits=1):
+	"""'Wakers: the wait is woken by X in f() (file:line) when n drops;
+	it wakes wait_woken() too.' for the shown wakers of one wait, or of
+	the waits of one function (waits > 1)."""
+	named = ["%s in %s() (%s)%s" % (call, fn, at, " when " + " or ".join(whens[:2]) if whens else "")
+		 for call, fn, at, whens in shown[:MAX_WAKERS]]
+	head = "by " + named[0]
+	for i, x in enumerate(named[1:]):
+		head += (", and by " if i == len(named) - 2 else ", by ") + x
+	# the search may miss wakers (a queue reached through another struct):
+	# say there are others, claim no count
+	return "Wakers: %s%s woken %s; %s wake%s wait_woken() too." % (
+		"among others, " if len(shown) > len(named) else "",
+		"the wait is" if waits == 1 else "its %s waits are" % NUMBERS.get(waits, str(waits)), head,
+		"these" if len(shown) > 1 else "it", "" if len(shown) > 1 else "s")
+
+
+NUMBERS = {2: "two", 3: "three", 4: "four"}
+
+
+def waker_text(kdir, f, files, shown=None, waits=1):
+	"""The changelog item of one rewritten wait's queue wakers, from
+	f["wakers"] and the poll rule's reason in f["fix"]; None without a
+	record (no queue, or findings from before wakecov).  shown and waits:
+	the wakers of all the function's waits, said once for them."""
+	rec = f.get("wakers")
+	if not rec or not rec.get("queue"):
+		return None
+	shown = waker_shown(kdir, f, files) if shown is None else shown
 	if shown:
-		named = shown[:MAX_WAKERS]
-		more = len(shown) - len(named)
-		head = "by " + named[0]
-		for i, x in enumerate(named[1:]):
-			head += (", and by " if i == len(named) - 2 else ", by ") + x
-		# the search may miss wakers (a queue reached through another
-		# struct): say there are others, claim no count
-		text = "Wakers: %sthe wait is woken %s; %s wake%s wait_woken() too." % (
-			"among others, " if more else "", head, "these" if len(shown) > 1 else "it",
-			"" if len(shown) > 1 else "s")
+		text = woken_sentence(shown, waits)
 	else:
 		other = sum(1 for w in rec["wakers"] if w.get("wakes") is False)
 		unknown = sum(1 for w in rec["wakers"] if w.get("wakes") is None)
@@ -1016,12 +1035,31 @@ def waker_text(kdir, f, files):
 	return text
 
 
-def waker_items(kdir, fs):
-	"""The queue-waker items of one function's rewritten waits."""
+def waker_items(kdir, fs, later=None):
+	"""The queue-waker items of one function's rewritten waits: one for
+	all its waits when each has wakers that wake it (acpi_aml_release()'s
+	two waits on one queue), and for a wait whose missed wakeup a later
+	patch of the series fixes (later: "file:line" of the wait -> (what
+	that finding says, the later patch's subject)), that patch."""
 	if fs[0]["fix"].get("kind") == "restore":
 		return []
 	files = {}
-	return list(dict.fromkeys(t for t in (waker_text(kdir, f, files) for f in fs) if t))
+	recs = [f for f in fs if (f.get("wakers") or {}).get("queue")]
+	shown = [waker_shown(kdir, f, files) for f in recs]
+	if len(recs) > 1 and all(shown) and not any(f["wakers"].get("polls") for f in recs):
+		merged = {}
+		for sh in shown:
+			for call, fn, at, whens in sh:
+				m = merged.setdefault((call, fn, at), [])
+				m += [x for x in whens if x not in m]
+		items = [waker_text(kdir, recs[0], files, [k + (v,) for k, v in merged.items()], len(recs))]
+	else:
+		items = list(dict.fromkeys(t for t in (waker_text(kdir, f, files) for f in fs) if t))
+	for f in fs:
+		what, subject = (later or {}).get("%s:%d" % (f["file"], f["line"]), (None, None))
+		if what:
+			items.append("%s; \"%s\", later in this series, fixes that." % (capital(what), subject))
+	return list(dict.fromkeys(items))
 
 
 def without_old_waker_sentence(caveat):
@@ -1081,8 +1119,7 @@ def missed_changelog(kdir, f):
 	cond = wait_condition(" ".join(x.strip() for x in tree_lines(kdir, wrel, int(wln), int(wln) + 5)))
 	paras = [wrap("%s() waits in %s on %s%s." % (w["function"], w["state"], w["queue"],
 						   " until %s holds" % cond if cond else ""))]
-	what = re.sub(r"^WARNING: missed wakeup: |\s*\[confidence: \w+\]$", "", f["message"])
-	what = re.sub(r", which ends the \w+\(\) in \w+\(\) on line \d+,", ", which ends that wait,", what)
+	what = missed_what(f)
 	last = int(w["waker_at"].rpartition(":")[2]) if w.get("waker_at") else f["line"]
 	if w.get("waker_at", "").rpartition(":")[0] != f["file"] or not 0 <= last - f["line"] <= 8:
 		last = f["line"]
@@ -1092,6 +1129,30 @@ def missed_changelog(kdir, f):
 	paras.append(wrap(head + sleeps_on(kdir, w)))
 	paras.append(wrap("Fix the wakeup: %s." % f["fix"]["reason"].rstrip(".")))
 	return paras
+
+
+def missed_what(f, cond=None):
+	"""What a missed wakeup's finding says, without line numbers: 'g()
+	clears x, which ends that wait (the cond wait), but wakes it only
+	with ...'."""
+	what = re.sub(r"^WARNING: missed wakeup: |\s*\[confidence: \w+\]$", "", f["message"])
+	return re.sub(r", which ends the \w+\(\) in \w+\(\) on line \d+,", ", which ends %s," % (
+		"the %s wait" % cond if cond else "that wait"), what)
+
+
+def missed_later(kdir, groups, subjects):
+	"""For each group of a series, the missed wakeups a later patch of the
+	series fixes: "file:line" of the wait -> (what the finding says,
+	naming the wait by its condition; that patch's subject)."""
+	found = []
+	for j, (g, core) in enumerate(zip(groups, subjects)):
+		for name, fs in g:
+			for f in fs:
+				if f.get("kind") == "missed_wakeup" and f.get("wait_at"):
+					rel, _, ln = f["wait_at"].rpartition(":")
+					cond = wait_condition(" ".join(x.strip() for x in tree_lines(kdir, rel, int(ln), int(ln) + 5)))
+					found.append((j, f["wait_at"], (missed_what(f, cond), core)))
+	return [dict((at, v) for j, at, v in found if j > i) for i in range(len(groups))]
 
 
 def sleeps_on(kdir, w):
@@ -1111,8 +1172,10 @@ def sleeps_on(kdir, w):
 		w["queue"], w["state"])
 
 
-def changelog(kdir, group, table, records, signoff, tags, git=False):
-	"""The commit message body of one patch (a group of units)."""
+def changelog(kdir, group, table, records, signoff, tags, git=False, later=None):
+	"""The commit message body of one patch (a group of units); later:
+	the missed wakeups that later patches of the series fix
+	(missed_later())."""
 	paras = []
 	if all(f.get("kind") == "missed_wakeup" for name, fs in group for f in fs):
 		for name, fs in group:
@@ -1131,7 +1194,7 @@ def changelog(kdir, group, table, records, signoff, tags, git=False):
 							       unit_impls(fs)) for name, fs in group])]
 	known = [x for x in known if not is_tool_note(x)] + first_test_sentences(kdir, group)
 	paras.append(wrap(" ".join(known)))
-	wakers = [(name, waker_items(kdir, fs)) for name, fs in group]
+	wakers = [(name, waker_items(kdir, fs, later)) for name, fs in group]
 	reasons = shared([(fs[0]["function"], [noline(without_poll_reason(fs[0]["fix"]["reason"]) if wk else
 							fs[0]["fix"]["reason"])])
 			  for (name, fs), (_, wk) in zip(group, wakers)])
@@ -1918,7 +1981,8 @@ def make_series(a, kdir, tid, series, others, records, table, signoff, author, l
 		sfiles = []
 		entries = []
 		prefixes = [git_prefix(kdir, g[0][1][0]["file"]) or path_prefix(g[0][1][0]["file"]) for g in s["groups"]]
-		for g, core in zip(s["groups"], series_subjects(prefixes, s["groups"])):
+		subjects = series_subjects(prefixes, s["groups"])
+		for gi, (g, core) in enumerate(zip(s["groups"], subjects)):
 			f0 = g[0][1][0]
 			gfiles = []
 			for name, fs in g:
@@ -1941,7 +2005,8 @@ def make_series(a, kdir, tid, series, others, records, table, signoff, author, l
 				repo.git("reset", "-q", "--hard")
 				repo.git("clean", "-qfd")
 				continue
-			body = changelog(kdir, g, table, records, signoff, tags, git)
+			body = changelog(kdir, g, table, records, signoff, tags, git,
+					 missed_later(kdir, s["groups"], subjects)[gi])
 			repo.git("add", "-A", "--sparse") if git else repo.git("add", "-A")
 			repo.git("commit", "-q", "-F", "-", inp=core + "\n\n" + body)
 			kcfg = []
