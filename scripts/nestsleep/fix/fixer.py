@@ -1262,7 +1262,7 @@ class Fixer:
 				raise Refuse("manual", "%s could not rewrite %s() on line %s in this statement context"
 					     % (os.path.basename(WAIT_EVENT_RULE), s["prim"], k.split(":")[0]))
 			text = new
-		edits = text_edits(ft.t, wrap_long(ft.t, text))
+		edits = text_edits(ft.t, if_bodies(ft.t, wrap_long(ft.t, text)))
 		for e in edits:
 			u.add(rel, e)
 		self.include(ft, u, rel, "linux/wait.h")
@@ -2049,6 +2049,45 @@ def wrap_long(old, new):
 			lines = wrap_call(mm.group(1), pre + call.group(1), args, tail=post)
 		lines = [y for x in lines for y in _split_compare(x)]
 		out += [x + "\n" for x in lines]
+	return "".join(out)
+
+
+def if_bodies(old, new):
+	"""new with the body of each added 'if (...) {' line laid out as
+	checkpatch.pl reads it, since the if line is new: a body indented off
+	the if's level is re-indented, whitespace only, and a body of one
+	statement on one line loses its braces (coding-style.rst).  spatch
+	1.1.1 keeps the body of a rewritten 'if (wait_event*(...)) {' as it
+	was: saa7164 fops_read() indents it after the wait's continuation
+	line.  The text rewrite (plan_wait_event_text()) does this with
+	Fixer.if_body()."""
+	seen = set(_LINES.findall(old))
+	out = _LINES.findall(new)
+	i = 0
+	while i < len(out):
+		mm = re.match(r"^([ \t]*)if \(.*\) \{\n$", out[i])
+		if out[i] in seen or not mm:
+			i += 1
+			continue
+		# the line that closes the if's brace: '}' alone, not '} else {'
+		depth, j = 1, i + 1
+		while j < len(out) and not (depth == 1 and out[j].lstrip().startswith("}")):
+			depth += _depth(out[j])[1]
+			j += 1
+		if j >= len(out) or out[j].strip() != "}":
+			i += 1
+			continue
+		ind, body = mm.group(1), out[i + 1:j]
+		inner = ind + "\t"
+		full = [x for x in body if x.strip()]
+		if len(body) == 1 and full and full[0].strip().endswith(";") and not re.search(r"[{}]", mask(full[0])):
+			out[i:j + 1] = [out[i].rstrip()[:-1].rstrip() + "\n", inner + full[0].strip() + "\n"]
+			i += 2
+			continue
+		base = min((re.match(r"^[ \t]*", x).group(0) for x in full), key=cols, default=inner)
+		if base != inner:
+			out[i + 1:j] = [inner + x[len(base):] if x.startswith(base) else x for x in body]
+		i = j + 1
 	return "".join(out)
 
 
