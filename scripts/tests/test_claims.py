@@ -23,6 +23,7 @@ quoted when its paragraph, or a code block right after it, holds
 """
 
 import glob
+import json
 import os
 import re
 import unittest
@@ -230,6 +231,20 @@ class CommittedArtifactsTest(unittest.TestCase):
 			bad += unquoted(patch_message(p), os.path.relpath(p, TOP))
 		for p in sorted(glob.glob(os.path.join(TOP, "reports", "linux-*", "*.md"))):
 			bad += unquoted(read(p), os.path.relpath(p, TOP))
+		self.assertEqual(bad, [])
+
+	def test_missed_wakeup_records_claim_no_nested_sleep(self):
+		"""A missed wakeup's patch has no nested sleep: its series.json
+		record carries no effect paragraph of one (the 6.1 ACPI 2/2
+		record said "The inner sleep does not go through might_sleep()")."""
+		bad = []
+		for p in sorted(glob.glob(os.path.join(TOP, "reports", "fixes", "*", "series.json"))):
+			with open(p) as f:
+				man = json.load(f)
+			for s in man["series"]:
+				for e in s["patches"]:
+					if e.get("kind") == "missed_wakeup" and (e.get("effect_text") or e.get("effects")):
+						bad.append("%s: %s" % (os.path.relpath(p, TOP), e["subject"]))
 		self.assertEqual(bad, [])
 
 

@@ -2027,9 +2027,11 @@ def make_series(a, kdir, tid, series, others, records, table, signoff, author, l
 					"caveats": [c for n, fs in g for c in fs[0]["fix"]["caveats"]],
 					"fixes_tag": "; ".join(tags), "fixes_hint": fixes_hint(g),
 					"tested_text": tested_paragraph(fps, records), "found_text": found_line(fps, records),
-					"effects": [effect_inputs(kdir, fs, table) for n, fs in g],
-					"effect_text": effect_paragraphs([effect_inputs(kdir, fs, table) for n, fs in g],
-									 records),
+					# a missed wakeup's changelog has no nested-sleep effect
+					"effects": [] if f0["fix"]["kind"] == "missed_wakeup" else
+					[effect_inputs(kdir, fs, table) for n, fs in g],
+					"effect_text": [] if f0["fix"]["kind"] == "missed_wakeup" else
+					effect_paragraphs([effect_inputs(kdir, fs, table) for n, fs in g], records),
 					"test_status": patch_status(fps, records)})
 		if not entries:
 			continue
