@@ -17,10 +17,10 @@ SCHEMA = os.path.join(TOP, "fixtures", "triage", "sarif-2.1.0-subset.schema.json
 OASIS_SCHEMA = os.path.join(TOP, "fixtures", "triage", "sarif-2.1.0-rtm.5.schema.json")
 
 # findings in fixtures/patch/wait_event_rewrite.c, the tree these tests
-# triage: one per wait site the fixture's .res rewrites or refuses (36),
+# triage: one per wait site the fixture's .res rewrites or refuses (37),
 # and one missed wakeup: in_loop() increments d->count, which ends the
 # wait in interruptible_timeout_assign(), and wakes nothing (wakecov.py)
-FIXTURE_FINDINGS = 37
+FIXTURE_FINDINGS = 38
 
 
 def read(p):
@@ -154,13 +154,13 @@ class TriageTest(unittest.TestCase):
 		self.assertNotIn("Sleeping chain", mw[0])
 		self.assertNotIn("wait_woken", mw[0])
 		self.assertRegex(mw[0], r"\n\*\s+\d+  .*d->count\+\+;")
-		self.assertRegex(mw[0], r"\n>\s+146  ")
+		self.assertRegex(mw[0], r"\n>\s+147  ")
 		self.assertTrue(all("Sleeping chain:" in e for e in entries[1:] if e not in mw))
 		sarif = json.loads(read(os.path.join(self.out, "findings.sarif")))
 		res = [x for x in sarif["runs"][0]["results"] if x["ruleId"] == "missed-wakeup"]
 		self.assertEqual(len(res), 1)
 		self.assertNotIn("codeFlows", res[0])
-		self.assertIn((146, "the wait: wait_event_interruptible_timeout() in interruptible_timeout_assign(), in "
+		self.assertIn((147, "the wait: wait_event_interruptible_timeout() in interruptible_timeout_assign(), in "
 			       "TASK_INTERRUPTIBLE on d->wq"),
 			      [(x["physicalLocation"]["region"]["startLine"], x["message"]["text"])
 			       for x in res[0]["relatedLocations"]])
