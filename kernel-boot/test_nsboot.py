@@ -439,6 +439,25 @@ class KtapTest(unittest.TestCase):
 		self.assertIn('1x do not call blocking ops in foo (test b)', r.reason)
 
 
+class BuildKeyTest(unittest.TestCase):
+	"""A build directory is never shared by two kernel versions: boottest
+	hard-links each tree into the same path, and a 6.1 build in the
+	6.12 build's O= directory failed in objtool (INAT_NO_REX2)."""
+
+	def test_version_in_key(self) -> None:
+		arch = nsboot_kernel.load_arch('x86_64')
+		req = nsboot_config.parse_from_string('CONFIG_A=y\n', 'f')
+		with tempfile.TemporaryDirectory() as d:
+			keys = []
+			for sub in ('1', '12'):
+				with open(os.path.join(d, 'Makefile'), 'w') as f:
+					f.write('# SPDX-License-Identifier: GPL-2.0\nVERSION = 6\nPATCHLEVEL = %s\n'
+						'SUBLEVEL = 0\nEXTRAVERSION =\n' % sub)
+				keys.append(nsboot_kernel.build_key(d, req, arch))
+			self.assertNotEqual(keys[0], keys[1])
+			self.assertEqual(keys[1], nsboot_kernel.build_key(d, req, arch))
+
+
 class ConfigFragmentTest(unittest.TestCase):
 	"""The fragment format and the merge rules."""
 

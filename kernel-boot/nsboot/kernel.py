@@ -138,10 +138,28 @@ def load_arch(name_or_path: str) -> QemuArchParams:
 	return params
 
 
+def tree_version(kdir: str) -> str:
+	"""'6.1.192' from the top Makefile's VERSION, PATCHLEVEL, SUBLEVEL and
+	EXTRAVERSION lines, or '' when it has none."""
+	vals = {}
+	try:
+		with open(os.path.join(kdir, 'Makefile'), errors='replace') as f:
+			for line in f.read(4096).split('\n'):
+				m = re.match(r'^(VERSION|PATCHLEVEL|SUBLEVEL|EXTRAVERSION)\s*=\s*(\S*)', line)
+				if m:
+					vals.setdefault(m.group(1), m.group(2))
+	except OSError:
+		return ''
+	return '.'.join(vals.get(k, '') for k in ('VERSION', 'PATCHLEVEL', 'SUBLEVEL')) + vals.get('EXTRAVERSION', '')
+
+
 def build_key(kdir: str, request: nsboot_config.Kconfig, arch: QemuArchParams) -> str:
-	"""The cache key of a build dir: the tree's path, the arch, the request."""
+	"""The cache key of a build dir: the tree's path and version (boottest
+	hard-links every tree into one path: a build dir left by another
+	version breaks the build, objtool first), the arch, the request."""
 	h = hashlib.sha256()
-	h.update(os.path.realpath(kdir).encode() + b'\0' + arch.linux_arch.encode() + b'\0')
+	h.update(os.path.realpath(kdir).encode() + b'\0' + tree_version(kdir).encode() + b'\0' +
+		 arch.linux_arch.encode() + b'\0')
 	h.update(request.to_fragment().encode())
 	return h.hexdigest()[:12]
 
