@@ -33,6 +33,7 @@ LABELS      ?=
 BUILD       ?= 1
 BASELINE    ?=
 HELDOUT_BASE ?=
+NESTSLEEP_VERSION ?=
 PATCHES     ?=
 ONLY        ?=
 ROUNDS      ?= 10000
@@ -61,12 +62,15 @@ help:
 	@echo '                No Signed-off-by unless SIGNOFF=1 (your git identity) or SIGNOFF="Name <mail>".'
 	@echo '                BUILD=1 (default) builds the touched objects after each patch, in series order.'
 	@echo '  triage      - write maintainer reports to OUT= (default reports/<tree-id>; BASELINE=, M=,'
-	@echo '                HELDOUT_BASE= the earlier tree of the held-out precision, default the cached 6.1)'
+	@echo '                HELDOUT_BASE= the earlier tree of the held-out precision, default the cached 6.1,'
+	@echo '                NESTSLEEP_VERSION= the version the reports name, default 0.1+<commit>)'
 	@echo '  boottest    - build and boot every patch of PATCHES=<dir from make fixes> in QEMU'
 	@echo '  runtime-proof - boot the test module, before and after forms (ROUNDS=)'
 	@echo '  stress      - the runtime proof with ROUNDS=100000'
 	@echo '  setup       - install Debian packages and unpack linux-source-6.1 and -6.12 into $(NESTSLEEP_CACHE)'
 	@echo '  clean-cache - drop the cached knowledge (not the kernel tree)'
+	@echo 'SOURCE_DATE_EPOCH=s (fixes, triage): every date written is that time (UTC), so that two runs'
+	@echo '                give byte-identical outputs; unset, the time of the run.'
 
 # set-up writes to stderr only: stdout is the findings (or the diff).
 # 'make setup' (and 'make check') also install the 6.12 tree, whose hand
@@ -94,7 +98,8 @@ fixes: first-use
 		--jobs="$(J)" --verbose="$(V)"
 
 triage: first-use
-	@$(NS) triage --kdir="$(KDIR)" --m="$(M)" --out="$(OUT)" --baseline="$(BASELINE)" --heldout-base="$(HELDOUT_BASE)" --jobs="$(J)"
+	@$(NS) triage --kdir="$(KDIR)" --m="$(M)" --out="$(OUT)" --baseline="$(BASELINE)" --heldout-base="$(HELDOUT_BASE)" \
+		--nestsleep-version="$(NESTSLEEP_VERSION)" --jobs="$(J)"
 
 boottest: first-use
 	@$(NS) boottest --patches="$(PATCHES)" --kdir="$(KDIR)" --only="$(ONLY)"

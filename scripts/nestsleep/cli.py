@@ -146,6 +146,8 @@ def parser():
 	p.add_argument("--heldout-base", dest="heldout_base", default="",
 		       help="the earlier tree of the held-out precision (HELDOUT_BASE=; default "
 		       "linux-source-6.1 in the cache dir)")
+	p.add_argument("--nestsleep-version", dest="nestsleep_version", default="",
+		       help="the version the reports name (NESTSLEEP_VERSION=; default 0.1+<commit>)")
 	p.set_defaults(run=_triage)
 
 	p = sub.add_parser("bench", parents=[knobs(mode=False)], help="time whole-tree runs")

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Small helpers every stage shares: the user-error type, logging to stderr,
-content hashes."""
+content hashes, the date written into outputs."""
 
+import datetime
 import hashlib
+import os
 import sys
 
 
@@ -43,3 +45,15 @@ def run_user(fn, arg, prefix, also=()):
 
 def sha1(data):
 	return hashlib.sha1(data).hexdigest()
+
+
+def source_date():
+	"""The date every output says it was made, in UTC: SOURCE_DATE_EPOCH
+	(seconds since 1970, as reproducible-build tools read it) when it is
+	set, else now.  UserError when it is set but not a whole number."""
+	sde = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+	if not sde:
+		return datetime.datetime.now(datetime.timezone.utc)
+	if not sde.isdigit():
+		raise UserError("SOURCE_DATE_EPOCH=%s: give the seconds since 1970-01-01 00:00 UTC" % sde)
+	return datetime.datetime.fromtimestamp(int(sde), datetime.timezone.utc)

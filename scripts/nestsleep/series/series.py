@@ -22,10 +22,12 @@ list get_maintainer.pl names for the touched files.
 The series are made with git, in order: a scratch repository of the touched
 files (KDIR is only read; a git KDIR is cloned --shared), one commit per
 patch on top of the earlier ones, then git format-patch --cover-letter
---thread per series, and git am of each series on a fresh copy to prove it
-applies.  DIR/series.json is the manifest that make boottest, retest and
-make triage read; it holds one test record per finding, from which the
-testing paragraphs and the cover letters are written.
+per series (threaded as --thread does, with Message-Ids made from the
+series' text, not the clock), and git am of each series on a fresh copy
+to prove it applies.  DIR/series.json is the manifest that make
+boottest, retest and make triage read; it holds one test record per
+finding, from which the testing paragraphs and the cover letters are
+written.
 
 The changelogs say only what happened (see effect.py).  No Signed-off-by
 unless asked: --signoff 1 signs with the user's git identity, --signoff
@@ -34,7 +36,6 @@ the cover letter and stderr say the series must be signed before it is sent.
 """
 
 import collections
-import datetime
 import fnmatch
 import json
 import os
@@ -52,7 +53,7 @@ from nestsleep.series import reach
 from nestsleep.fix import includes
 from nestsleep.series.reach import reached_sentences
 from nestsleep.triage import treeid
-from nestsleep.common import CONFIDENCES, UserError, check_confidence, sha1
+from nestsleep.common import CONFIDENCES, UserError, check_confidence, sha1, source_date
 from nestsleep.knowledge import Knowledge
 
 RULE = "cocci/nested_sleep.cocci"
@@ -1888,6 +1889,7 @@ def build(a):
 	if not a.out:
 		raise UserError("OUT= is required: the directory to write the series to")
 	conf = check_confidence(getattr(a, "confidence", "") or "high")
+	source_date()	# a bad SOURCE_DATE_EPOCH stops here, before the checker runs
 	signoff, author = identity(getattr(a, "signoff", ""))
 	labels, lpath = load_labels(kdir, getattr(a, "labels", ""))
 	out = os.path.abspath(a.out)
@@ -1959,7 +1961,9 @@ def build(a):
 
 
 def make_series(a, kdir, tid, series, others, records, table, signoff, author, labels, lpath, conf, tmp, work):
-	date = datetime.datetime.now(datetime.timezone.utc).strftime("%a, %d %b %Y %H:%M:%S +0000")
+	# SOURCE_DATE_EPOCH, when set, is every date: the commits', the
+	# patches' Date: and series.json's "generated"
+	date = source_date().strftime("%a, %d %b %Y %H:%M:%S +0000")
 	files = []
 	for s in series.values():
 		for g in s["groups"]:
@@ -2060,13 +2064,14 @@ def format_series(kdir, tid, repo, base, real, sname, sec, sdir, sfiles, entries
 	sprefix = subject_prefix(row)
 	one = len(entries) == 1
 	os.makedirs(os.path.join(tmp, sdir))
-	cmd = ["format-patch", "-q", "--thread", "-o", os.path.join(tmp, sdir), "--subject-prefix=" + sprefix]
+	cmd = ["format-patch", "-q", "--no-thread", "-o", os.path.join(tmp, sdir), "--subject-prefix=" + sprefix]
 	cmd.append("--no-numbered" if one else "--cover-letter")
 	if real:
 		cmd.append("--base=" + real)
 	cmd += ["--to=" + x for x in to] + ["--cc=" + x for x in cc] + ["%s..HEAD" % base]
 	repo.git(*cmd, "--")
 	made = sorted(os.listdir(os.path.join(tmp, sdir)))
+	thread([os.path.join(tmp, sdir, m) for m in made], author, not one)
 	pnames = [m for m in made if not m.startswith("0000-")]
 	for e, pn in zip(entries, pnames):
 		e["patch"] = os.path.join(sdir, pn)
@@ -2095,6 +2100,28 @@ def format_series(kdir, tid, repo, base, real, sname, sec, sdir, sfiles, entries
 	for i, e in enumerate(entries):
 		e["applies"] = i < ent["git_am"]["applied"]
 	return ent
+
+
+def thread(paths, author, cover):
+	"""Thread the mails git format-patch wrote at paths, in order, as
+	--thread does (a Message-Id on each; with a cover letter, the first,
+	each patch In-Reply-To and References it), with Message-Ids made from
+	their text, not the clock: <hash.N.nestsleep@domain>, N the patch's
+	number (0 the cover letter), domain the sender's."""
+	texts = []
+	for p in paths:
+		with open(p, errors="surrogateescape") as f:
+			texts.append(f.read())
+	h = sha1("".join(texts).encode("utf-8", "surrogateescape"))
+	domain = split_ident(author)[1].rpartition("@")[2]
+	ids = ["<%s.%d.nestsleep@%s>" % (h, i if cover else i + 1, domain) for i in range(len(paths))]
+	for i, (p, text) in enumerate(zip(paths, texts)):
+		head = "Message-Id: %s\n" % ids[i]
+		if cover and i:
+			head += "In-Reply-To: %s\nReferences: %s\n" % (ids[0], ids[0])
+		first, nl, rest = text.partition("\n")
+		with open(p, "w", errors="surrogateescape") as f:
+			f.write(first + nl + head + rest)
 
 
 def tree_note(row, tree, one=False):

@@ -33,7 +33,6 @@ says in one line why not.
 """
 
 import collections
-import datetime
 import difflib
 import glob
 import json
@@ -45,7 +44,7 @@ import sys
 
 from nestsleep import TOP, VERSION, cache_dir
 from nestsleep import exercisers
-from nestsleep.common import UserError
+from nestsleep.common import UserError, source_date
 from nestsleep.knowledge import Knowledge
 from nestsleep.series import series as fixes
 from nestsleep.series import effect
@@ -87,13 +86,18 @@ def log(msg):
 	print("triage: " + msg, file=sys.stderr, flush=True)
 
 
-def tool_versions():
+def tool_versions(version=""):
+	"""(nestsleep's version, spatch's): version (NESTSLEEP_VERSION=, so
+	that two runs at different commits can be compared), else
+	0.1+<the checkout's commit>."""
 	sp = subprocess.run(["spatch", "--version"], capture_output=True, text=True).stdout
 	m = re.search(r"spatch version (\S+)", sp)
-	nv = VERSION
-	rev = subprocess.run(["git", "-C", TOP, "rev-parse", "--short", "HEAD"], capture_output=True,
-			     text=True).stdout.strip()
-	return nv + ("+" + rev if rev else ""), (m.group(1) if m else "unknown")
+	version = version or os.environ.get("NESTSLEEP_VERSION", "")
+	if not version:
+		rev = subprocess.run(["git", "-C", TOP, "rev-parse", "--short", "HEAD"], capture_output=True,
+				     text=True).stdout.strip()
+		version = VERSION + ("+" + rev if rev else "")
+	return version, (m.group(1) if m else "unknown")
 
 
 def slug(s):
@@ -428,6 +432,7 @@ def build(a):
 	tid = treeid.tree_id(kdir)
 	out = os.path.abspath(a.out or os.path.join(TOP, "reports", tid))
 	labels_path = a.labels or os.path.join(TOP, "reports", "labels", tid + ".json")
+	source_date()	# a bad SOURCE_DATE_EPOCH stops here, before the checker runs
 	data = load(a)
 	findings = data["findings"]
 	labels = {}
@@ -509,7 +514,7 @@ def build(a):
 	gone = []
 	if base is not None:
 		gone = match_baseline(base, recs)
-	nver, sver = tool_versions()
+	nver, sver = tool_versions(getattr(a, "nestsleep_version", ""))
 	tmp = out + ".tmp"
 	shutil.rmtree(tmp, ignore_errors=True)
 	os.makedirs(tmp)
@@ -553,7 +558,7 @@ def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, ha
 	L += ["| | |", "|---|---|",
 	      "| tree | `%s` (%s) |" % (tid, os.path.basename(kdir)),
 	      "| nestsleep | %s |" % nver, "| spatch | %s |" % sver,
-	      "| date | %s |" % datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+	      "| date | %s |" % source_date().strftime("%Y-%m-%d %H:%M UTC"),
 	      "| command | `%s` |" % cmd, ""]
 	L += ["## Parse coverage", "",
 	      "spatch parsed %s of %s files that hold wait sites; %d failed, %d timed out." % (
