@@ -57,3 +57,8 @@ def source_date():
 	if not sde.isdigit():
 		raise UserError("SOURCE_DATE_EPOCH=%s: give the seconds since 1970-01-01 00:00 UTC" % sde)
 	return datetime.datetime.fromtimestamp(int(sde), datetime.timezone.utc)
+
+
+def fingerprint(rel, func, primitive, chain):
+	"""Stable across line shifts: file, function, wait primitive, chain."""
+	return sha1("\0".join([rel, func, primitive] + list(chain)).encode())[:16]

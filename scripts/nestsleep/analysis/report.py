@@ -9,7 +9,7 @@ import tempfile
 
 from nestsleep.analysis.match import cocci_options
 from nestsleep.analysis.summarize import confidence
-from nestsleep.common import CONFIDENCES, log, sha1
+from nestsleep.common import CONFIDENCES, fingerprint, log
 from nestsleep.cache import Cache
 from nestsleep.fix import fixer, missed
 
@@ -31,11 +31,6 @@ def describe_site(r):
 
 
 EFFECT_TEXT = {"warns": "warns", "silent": "resets the task state silently"}
-
-
-def fingerprint(rel, func, primitive, chain):
-	"""Stable across line shifts: file, function, wait primitive, chain."""
-	return sha1("\0".join([rel, func, primitive] + list(chain)).encode())[:16]
 
 
 def make_finding(key, paths, kn, loop=None):

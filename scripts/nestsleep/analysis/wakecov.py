@@ -35,7 +35,7 @@ import re
 
 from nestsleep.analysis import cfacts
 from nestsleep.analysis.cfacts import _LOCAL_DECL, _match_close, _text, params_of, split_args, tokenize
-from nestsleep.common import sha1
+from nestsleep.common import fingerprint, sha1
 
 # writes through a call: the lvalue is the call's argument '&x'
 WRITE_CALLS = re.compile(r"^(?:atomic(?:64|_long)?_(?:set|inc|dec|add|sub|and|or|andnot|xchg|cmpxchg|fetch_\w+)"
@@ -748,7 +748,6 @@ class WakeCov:
 		the wait of finding f; "wait": what its changelog quotes (the
 		waiter, its state and queue, the waker found after the write, and
 		the other wakeups of the queue that wake the waiter's state)."""
-		from nestsleep.analysis.report import fingerprint
 		rel, line = w["fv"].rel, w["line"]
 		col, colend = w["fv"].line_cols(line, w["write"])
 		call = waker["call"] if waker else w["fn"]["name"]
