@@ -19,7 +19,9 @@ import subprocess
 import sys
 import tempfile
 
-from nsboot import proof as nsboot_proof
+from nestsleep.boot import proof, use_cache
+import nsboot
+from nsboot import kernel as nsboot_kernel
 
 
 def emit(n, name, ok, detail="", skip=None):
@@ -36,22 +38,23 @@ def main(argv):
 	ap.add_argument("--fast", action="store_true")
 	ap.add_argument("--only", default="")
 	a = ap.parse_args(argv)
+	use_cache()
 	if a.only and not ("runtime/".startswith(a.only) or a.only.startswith("runtime")):
 		return 0
 	n = 0
 	if a.fast:
 		tmp = tempfile.mkdtemp(prefix="check-runtime-")
 		try:
-			der = nsboot_proof.derive_after(tmp, nsboot_proof.nsboot_kernel.default_kdir())
+			der = proof.derive_after(tmp, nsboot_kernel.default_kdir())
 			n += 1
-			checks = nsboot_proof.compare(der, {}, {})
+			checks = proof.compare(der, {}, {})
 			ok = checks[0][1]
 			emit(n, "after/generated", ok, checks[0][2])
 			for name, ok, detail in checks:
 				if name.startswith("rule/"):
 					n += 1
 					emit(n, name, ok, detail)
-		except nsboot_proof.ProofError as e:
+		except proof.ProofError as e:
 			n += 1
 			emit(n, "after/generated", False, str(e))
 		finally:
@@ -63,7 +66,7 @@ def main(argv):
 		if shutil.which(tool) is None and not os.path.exists("/bin/" + tool):
 			emit(1, "proof", False, "%s not installed; run make setup" % tool)
 			return 0
-	out = os.path.join(nsboot_proof.cache_root(), "proof-check")
+	out = os.path.join(nsboot.cache_root(), "proof-check")
 	if os.path.isdir(out):
 		shutil.rmtree(out)
 	rounds = os.environ.get("NSBOOT_ROUNDS", "10000")

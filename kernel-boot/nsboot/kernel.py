@@ -29,8 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from nestsleep import cache_dir
-from nsboot import HARNESS, cache_root
+from nsboot import HARNESS, cache_dir, cache_root
 from nsboot import config as nsboot_config
 from nsboot.qemu_config import QemuArchParams
 

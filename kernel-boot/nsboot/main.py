@@ -24,6 +24,10 @@ Example:
 The last line is 'nsboot: <STATUS>: <reason>'.  Exit status 0 only for
 SUCCESS; 1 for CONFIG_FAILURE, BUILD_FAILURE, BOOT_FAILURE, SPLAT or
 TEST_FAILURE; 2 for bad usage.
+
+Callers that know what is tested (nestsleep.boot: make boottest, make
+runtime-proof) run these stages through entry(['run', ...]) in their own
+process; nsboot imports nothing of theirs.
 """
 
 from __future__ import annotations
@@ -433,7 +437,7 @@ def make_parser() -> argparse.ArgumentParser:
 	"""The nsboot argument parser."""
 	ap = Parser(prog='nsboot', description=__doc__.split('\n\n')[0],
 				     formatter_class=argparse.RawDescriptionHelpFormatter)
-	sub = ap.add_subparsers(dest='subcommand', metavar='{run,config,build,exec,parse,proof,boottest}')
+	sub = ap.add_subparsers(dest='subcommand', metavar='{run,config,build,exec,parse}')
 	run = sub.add_parser('run', help='config + build + exec + parse')
 	add_common_opts(run)
 	add_build_opts(run)
@@ -447,21 +451,6 @@ def make_parser() -> argparse.ArgumentParser:
 	add_common_opts(exe)
 	add_module_opts(exe)
 	add_exec_opts(exe)
-	prf = sub.add_parser('proof', help='the runtime proof: before and generated after forms, compared')
-	add_common_opts(prf)
-	prf.add_argument('--jobs', '-j', type=int, default=2, help='make -j (default: %(default)s)')
-	add_exec_opts(prf)
-	prf.add_argument('--out', help='where to keep after.c, the diff and both JSON results '
-			 '(default: <cache>/kernel-boot/proof)')
-	bt = sub.add_parser('boottest', help='build and boot each patch of a make fixes series')
-	bt.add_argument('--patches', required=True, help='the OUT directory of make fixes (series.json)')
-	bt.add_argument('--kdir', default=nsboot_kernel.default_kdir(), help='kernel tree, only read')
-	bt.add_argument('--only', help='only patches whose unit or file name contains one of these (comma-separated)')
-	bt.add_argument('--max', type=int, default=0, help='at most this many patches')
-	bt.add_argument('--timeout', type=float, default=400, help='hard timeout per boot in seconds (default: %(default)s; a clean boot takes ~10 s)')
-	bt.add_argument('--jobs', '-j', type=int, default=2)
-	bt.add_argument('--no-share', dest='share', action='store_false',
-			help='one configuration per group of patches with the same symbols, not one shared')
 	prs = sub.add_parser('parse', help='parse a saved console log (a file, or stdin)')
 	prs.add_argument('file', nargs='?', help='console log; stdin if absent or -')
 	prs.add_argument('--json', dest='json_path', help='write the results as JSON here')
@@ -486,13 +475,6 @@ def main(argv: Sequence[str]) -> int:
 		if r.boot is not None and not ns.quiet:
 			print_boot(r.boot)
 		return finish(results, ns.json_path)
-
-	if ns.subcommand == 'boottest':
-		from nsboot import boottest as nsboot_boottest
-		return nsboot_boottest.main(ns)
-	if ns.subcommand == 'proof':
-		from nsboot import proof as nsboot_proof
-		return nsboot_proof.main(ns)
 
 	common = dict(kdir=ns.kdir, fragments=_fragments(ns), kconfig_add=ns.kconfig_add,
 		      arch=ns.arch, build_dir=ns.build_dir, lockdep=ns.lockdep)

@@ -65,7 +65,7 @@ import time
 from typing import Dict, List, Sequence, Tuple
 
 from nestsleep import TOP, cache_dir, ktree
-from nsboot import boottest
+from nestsleep.boot import boottest, use_cache
 from nsboot import config as nsboot_config
 from nsboot import main as nsboot_main
 from nsboot import parser as nsboot_parser
@@ -330,6 +330,7 @@ def main(argv: Sequence[str]) -> int:
 	ap.add_argument("-j", "--jobs", type=int, default=2)
 	ap.add_argument("--keep", action="store_true", help="keep the scratch tree")
 	ns = ap.parse_args(argv)
+	use_cache()
 	kdir = os.path.realpath(ns.kdir)
 	if not os.path.isfile(os.path.join(kdir, "Makefile")):
 		print("boot_ownqueue: no kernel tree at %s" % ns.kdir, file=sys.stderr)

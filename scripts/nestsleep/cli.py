@@ -7,8 +7,8 @@ One sub-command per Makefile target, so that 'make X' is 'nestsleep X':
   fixes          patch series per MAINTAINERS section (series.series.build)
   retest         rewrite the testing paragraphs of a series (series.series.retest)
   triage         maintainer reports and SARIF (triage.reports.build)
-  boottest       build and boot each patch of a series (nsboot.boottest)
-  runtime-proof  the test module before and after the rewrite (nsboot.proof)
+  boottest       build and boot each patch of a series (boot.boottest.main)
+  runtime-proof  the test module before and after the rewrite (boot.proof.main)
   bench          whole-tree timings against the kernel's call_kern.cocci
   gen-builtin    copy the primitive list of sleep_info.json into cocci/*.cocci
   rekey          carry labels and series to new fingerprints (one tree)
@@ -94,12 +94,15 @@ def _carry_labels(a):
 	return carry_labels.main(a.files)
 
 
-def _nsboot(name):
-	def run(a):
-		# kernel-boot/ is on PYTHONPATH beside scripts/ (the Makefile sets both)
-		from nsboot import main as nsboot_main
-		return nsboot_main.main([name] + a.rest)
-	return run
+def _boottest(argv):
+	# kernel-boot/ (nsboot) is on PYTHONPATH beside scripts/ (the Makefile sets both)
+	from nestsleep.boot import boottest
+	return boottest.main(argv)
+
+
+def _runtime_proof(argv):
+	from nestsleep.boot import proof
+	return proof.main(argv)
 
 
 def parser():
@@ -158,8 +161,8 @@ def parser():
 
 	for name, what in (("boottest", "build and boot every patch of a series in QEMU"),
 			   ("runtime-proof", "boot the test module, before and after forms")):
-		# listed for --help; main() hands their options to nsboot
-		sub.add_parser(name, help=what + " (options: python3 -m nsboot %s --help)" % NSBOOT[name])
+		# listed for --help; main() hands their options to nestsleep.boot
+		sub.add_parser(name, help=what + " (options: python3 -m nestsleep %s --help)" % name)
 
 	p = sub.add_parser("gen-builtin", help="copy sleep_info.json's primitives into cocci/*.cocci")
 	p.add_argument("--check", action="store_true", help="only report whether they agree (exit 1 if not)")
@@ -179,16 +182,16 @@ def parser():
 	return ap
 
 
-# the boot commands hand every option on to nsboot, which parses them
-NSBOOT = {"boottest": "boottest", "runtime-proof": "proof"}
+# the boot commands hand every option on to nestsleep.boot, which parses them
+BOOT = {"boottest": _boottest, "runtime-proof": _runtime_proof}
 
 
 def main(argv=None):
 	argv = sys.argv[1:] if argv is None else argv
-	if argv and argv[0] in NSBOOT:
+	if argv and argv[0] in BOOT:
 		# argparse's REMAINDER does not take options ('--rounds') that come
 		# first, so these bypass the nestsleep parser
-		return _nsboot(NSBOOT[argv[0]])(argparse.Namespace(rest=list(argv[1:])))
+		return BOOT[argv[0]](list(argv[1:]))
 	a = parser().parse_args(argv)
 	if getattr(a, "jobs", None) is not None and a.jobs <= 0:
 		a.jobs = os.cpu_count() or 1

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """The exercisers of kernel-boot/exercise/: NAME.sh and the headers that
-say what each drives.  Read by make boottest (kernel-boot/nsboot) and by
+say what each drives.  Read by make boottest (nestsleep.boot.boottest) and by
 the triage reports, which must agree on them.
 
   # exercises: <source files the exerciser drives>

@@ -2,7 +2,10 @@
 """The runtime proof: the test module's "before" wait bodies against the
 "after" form that nestsleep MODE=patch generates from them.
 
-  python3 -m nsboot proof [--kdir K] [--rounds N] [--out DIR] [run options]
+  python3 -m nestsleep runtime-proof [--kdir K] [--rounds N] [--out DIR] [run options]
+
+Each boot is an 'nsboot run' (kernel-boot/nsboot) in this process (boot());
+this module generates the after form and compares.  It starts at run().
 
 1. derive: copy module/ into a scratch directory, run
    'nestsleep coccicheck --kdir <scratch> --mode patch', apply the diff.
@@ -28,13 +31,16 @@ import sys
 import tempfile
 import time
 
-from nestsleep import cache_dir
-from nestsleep.analysis import pipeline
-from nsboot import HARNESS, cache_root
-from nsboot import kernel as nsboot_kernel
-from typing import Dict, List, Tuple
+from typing import Dict, List, Sequence, Tuple
 
-MODULE_DIR = os.path.join(HARNESS, 'module')
+from nestsleep import TOP, cache_dir
+from nestsleep.analysis import pipeline
+from nestsleep.boot import use_cache
+from nsboot import cache_root
+from nsboot import kernel as nsboot_kernel
+from nsboot import main as nsboot_main
+
+MODULE_DIR = os.path.join(TOP, 'kernel-boot', 'module')
 WAIT_CASES = ('wait_event', 'wait_event_interruptible', 'wait_event_timeout',
 	      'wait_event_interruptible_timeout', 'wait_event_killable', 'prepare_to_wait_loop',
 	      'set_current_state_loop')
@@ -118,7 +124,6 @@ def boot(ns, variant: str, out: str, extra: List[str]) -> Tuple[int, dict, float
 	jp = os.path.join(out, '%s.json' % variant)
 	if os.path.exists(jp):
 		os.unlink(jp)
-	from nsboot import main as nsboot_main
 	argv = ['run', '--variant', variant, '--json', jp,
 		'--timeout', str(int(ns.timeout)), '--accel', ns.accel, '-j', str(ns.jobs)] + extra
 	if ns.kdir:
@@ -276,7 +281,29 @@ def compare_wakeups(der: dict, tb: Dict[str, dict], ta: Dict[str, dict]) -> List
 	return checks
 
 
-def main(ns) -> int:
+def make_parser():
+	"""The options of 'nestsleep runtime-proof' (make runtime-proof, make
+	stress): nsboot's, for the two boots, and --out; its usage and errors
+	read 'nsboot proof' (and 'nsboot' for an unknown option), as when
+	nsboot parsed them: a subcommand of a parser 'nsboot'."""
+	top = nsboot_main.Parser(prog='nsboot')
+	prf = top.add_subparsers(dest='subcommand').add_parser('proof', help='the runtime proof: before and generated after forms, compared')
+	nsboot_main.add_common_opts(prf)
+	prf.add_argument('--jobs', '-j', type=int, default=2, help='make -j (default: %(default)s)')
+	nsboot_main.add_exec_opts(prf)
+	prf.add_argument('--out', help='where to keep after.c, the diff and both JSON results '
+			 '(default: <cache>/kernel-boot/proof)')
+	return top
+
+
+def main(argv: Sequence[str]) -> int:
+	"""'nestsleep runtime-proof ARGS': parse them, then run()."""
+	use_cache()
+	return run(make_parser().parse_args(['proof'] + list(argv)))
+
+
+def run(ns) -> int:
+	"""Generate the after form, boot both forms, compare; DIR/proof.json."""
 	out = ns.out or os.path.join(cache_root(), 'proof')
 	os.makedirs(out, exist_ok=True)
 	result: Dict[str, object] = {'checks': []}
