@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """A lost wakeup is claimed only where the code lines that show it are
-quoted: in the README, the rule headers (the leading comment block of each
-cocci/*.cocci), the text the changelogs and the triage reports are made of
+quoted: in the READMEs (the top-level one and its folders'), the rule
+headers (the leading comment block of each cocci/*.cocci), the text the changelogs and the triage reports are made of
 (series/effect.py, triage/reports.py) and, once they are regenerated, the
 committed changelogs (reports/fixes/*/) and reports (reports/linux-*/).
 
@@ -173,7 +173,12 @@ class ClaimDetectorTest(unittest.TestCase):
 
 class SourcesTest(unittest.TestCase):
 	def test_readme(self):
-		self.assertEqual(unquoted(read(os.path.join(TOP, "README.md")), "README.md"), [])
+		# the top-level README and the folder READMEs the details moved to
+		bad = []
+		paths = [os.path.join(TOP, "README.md")] + sorted(glob.glob(os.path.join(TOP, "*", "README.md")))
+		for p in paths:
+			bad += unquoted(read(p), os.path.relpath(p, TOP))
+		self.assertEqual(bad, [])
 
 	def test_rule_headers(self):
 		bad = []
