@@ -57,7 +57,7 @@ def fix_waiters(info):
 	rule alone needs them: name -> (task state, signal test, jiffies
 	timeout, exclusive, cmd, value).  A task state of None is the macro's
 	own third argument (wait_event_state()).  Left out, as the driver
-	refuses them (fixer.py plan_wait_event()): swait, rcuwait and var
+	refuses them (fix/wait_event.py variant()): swait, rcuwait and var
 	waits, the _locked and _lock_irq forms, the ktime timeouts,
 	io_wait_event() (iowait accounting), an _exclusive wait that tests a
 	signal, and every _cmd form but wait_event_cmd()."""

@@ -15,7 +15,7 @@ import tempfile
 import unittest
 
 from nestsleep import TOP, cache_dir
-from nestsleep.fix import fixer, includes
+from nestsleep.fix import edits, fixer, includes
 from nestsleep.knowledge import Knowledge
 from nestsleep.series import series
 
@@ -77,7 +77,7 @@ class FixerPlacementTest(unittest.TestCase):
 	def fix(self, src, rel="drivers/x/t.c"):
 		write(self.tmp, rel, src)
 		fx = NoWakers(self.tmp, KN)
-		u = fixer.Unit(rel, "f", None)
+		u = edits.Unit(rel, "f", None)
 		lines = src.split("\n")
 		i = next(k for k, l in enumerate(lines) if "wait_event_killable(" in l)
 		fx.plan({"file": rel, "function": "f", "primitive": "wait_event_killable", "shape": "wait_event",

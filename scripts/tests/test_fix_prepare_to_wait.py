@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""The prepare_to_wait*() rewrite (issue 15): what fixer.py hands to
+"""The prepare_to_wait*() rewrite (issue 15): what prepare_to_wait.py hands to
 cocci/fix_prepare_to_wait.cocci, and what the rule changes and leaves.
 fixtures/patch/prepare_to_wait_rewrite tests the shapes end to end."""
 
@@ -8,7 +8,7 @@ import shutil
 import tempfile
 import unittest
 
-from nestsleep.fix import fixer
+from nestsleep.fix import ctext, edits, fixer, sites
 from nestsleep.knowledge import Knowledge
 
 KN = Knowledge()
@@ -101,7 +101,7 @@ class PrepareToWaitTest(unittest.TestCase):
 		shutil.rmtree(self.tmp)
 
 	def diff(self, func):
-		u = fixer.Unit("t.c", func, None)
+		u = edits.Unit("t.c", func, None)
 		self.fx.plan(finding(func), u)
 		self.fx.finish(u)
 		return u, self.fx.diff(u.edits)
@@ -128,16 +128,16 @@ class PrepareToWaitTest(unittest.TestCase):
 		self.assertNotIn("-\tschedule();", d)
 
 	def test_a_do_while_loop_is_refused_with_the_reason(self):
-		u = fixer.Unit("t.c", "do_loop", None)
-		with self.assertRaises(fixer.Refuse) as cm:
+		u = edits.Unit("t.c", "do_loop", None)
+		with self.assertRaises(edits.Refuse) as cm:
 			self.fx.plan(finding("do_loop"), u)
 		self.assertIn("do ... while", cm.exception.reason)
 
 	def test_positions_are_spatch_columns(self):
 		ft = self.fx.text("t.c")
-		o, c = fixer.function_body(ft.m, SRC.index("\t\tschedule();"))
+		o, c = ctext.function_body(ft.m, SRC.index("\t\tschedule();"))
 		line = SRC[:SRC.index("\t\tschedule();")].count("\n") + 1
-		self.assertEqual(self.fx.schedules(ft, o, c, "prepare_to_wait"), ["%d:2" % line])
+		self.assertEqual(sites.schedules(self.fx, ft, o, c, "prepare_to_wait"), ["%d:2" % line])
 
 
 if __name__ == "__main__":

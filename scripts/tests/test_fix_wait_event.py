@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """The Python side of the wait_event*() rewrite (issue 15): which sites
-fixer.py hands to cocci/fix_wait_event.cocci, the names it passes in, and
+wait_event.py hands to cocci/fix_wait_event.cocci, the names it passes in, and
 the sites it refuses with a reason.  fixtures/patch/wait_event_rewrite
 tests the whole path through spatch."""
 
@@ -9,7 +9,7 @@ import shutil
 import tempfile
 import unittest
 
-from nestsleep.fix import fixer
+from nestsleep.fix import ctext, edits, fixer, layout
 from nestsleep.knowledge import Knowledge
 
 KN = Knowledge()
@@ -113,7 +113,7 @@ class IncludeOrderTest(unittest.TestCase):
 		with open(os.path.join(tmp, "t.c"), "w") as f:
 			f.write(src)
 		fx = NoWakers(tmp, KN)
-		u = fixer.Unit("t.c", "f", None)
+		u = edits.Unit("t.c", "f", None)
 		fx.plan(finding(src, "f", "wait_event_killable"), u)
 		fx.finish(u)
 		diff = fx.diff(u.edits)
@@ -126,14 +126,14 @@ class FlipCompareTest(unittest.TestCase):
 		"""xen-netfront: 'while (!(state(dev) == X))' reads 'while (state(dev) != X)'."""
 		old = "\twait_event(module_wq, xenbus_read_driver_state(dev) == XenbusStateClosed);\n"
 		new = "\twhile (!(xenbus_read_driver_state(dev) == XenbusStateClosed)) {\n"
-		self.assertEqual(fixer.wrap_long(old, new),
+		self.assertEqual(layout.wrap_long(old, new),
 				 "\twhile (xenbus_read_driver_state(dev) != XenbusStateClosed) {\n")
-		self.assertEqual(fixer.flip_compare("\twhile (!(a != b))\n"), "\twhile (a == b)\n")
+		self.assertEqual(layout.flip_compare("\twhile (!(a != b))\n"), "\twhile (a == b)\n")
 		for keep in ("\twhile (!(a == b && c)) {\n", "\twhile (!(a) == (b)) {\n",
 			     "\twhile (!(f(a == b))) {\n", "\twhile (!(a == b ? 1 : 0)) {\n", "\twhile (!(!a == b)) {\n",
 			     "\twhile (!(x >> 3)) {\n", "\twhile (!(x < y && z)) {\n", "\twhile (!!a == b) {\n",
 			     "\twhile (!!a + b) {\n"):
-			self.assertEqual(fixer.flip_compare(keep), keep)
+			self.assertEqual(layout.flip_compare(keep), keep)
 
 	def test_order_comparisons_and_double_negation(self):
 		"""Issue 32: 'while (!(x >= 0))' reads 'while (x < 0)', and
@@ -144,7 +144,7 @@ class FlipCompareTest(unittest.TestCase):
 				 ("\twhile (!(f(a, b) < 2))\n", "\twhile (f(a, b) >= 2)\n"),
 				 ("\twhile (!!acpi_aml_busy())\n", "\twhile (acpi_aml_busy())\n"),
 				 ("\twhile (!!d->flags) {\n", "\twhile (d->flags) {\n")):
-			self.assertEqual(fixer.flip_compare(old), new)
+			self.assertEqual(layout.flip_compare(old), new)
 
 
 class WaitEventSitesTest(unittest.TestCase):
@@ -158,13 +158,13 @@ class WaitEventSitesTest(unittest.TestCase):
 		shutil.rmtree(self.tmp)
 
 	def plan(self, *fs):
-		u = fixer.Unit("t.c", fs[0]["function"], None)
+		u = edits.Unit("t.c", fs[0]["function"], None)
 		for f in fs:
 			self.fx.plan(f, u)
 		return u
 
 	def refusal(self, f):
-		with self.assertRaises(fixer.Refuse) as cm:
+		with self.assertRaises(edits.Refuse) as cm:
 			self.plan(f)
 		return cm.exception
 
@@ -243,9 +243,9 @@ class WaitEventSitesTest(unittest.TestCase):
 		fs = [finding(SRC, "param_named_ret", "wait_event_interruptible"),
 		      finding(SRC, "stmt_expr", "wait_event")]
 		fs[1]["function"] = fs[0]["function"]
-		u = fixer.Unit("t.c", "param_named_ret", None)
+		u = edits.Unit("t.c", "param_named_ret", None)
 		self.fx.plan(fs[0], u)
-		with self.assertRaises(fixer.Refuse) as cm:
+		with self.assertRaises(edits.Refuse) as cm:
 			self.fx.plan(fs[1], u)
 		self.assertIn("both the semantic patch and the text rewrite", cm.exception.reason)
 
@@ -253,29 +253,29 @@ class WaitEventSitesTest(unittest.TestCase):
 		old = "x\n"
 		new = ("x\n\t\t\tif (xenbus_read_driver_state(dev->otherend) == XenbusStateClosing || "
 		       "xenbus_read_driver_state(dev->otherend) == XenbusStateClosed) {\n")
-		got = fixer.wrap_long(old, new).split("\n")
-		self.assertTrue(all(fixer.cols(x) <= 80 for x in got), got)
+		got = layout.wrap_long(old, new).split("\n")
+		self.assertTrue(all(ctext.cols(x) <= 80 for x in got), got)
 		self.assertEqual(got[1], "\t\t\tif (xenbus_read_driver_state(dev->otherend) ==")
 		self.assertEqual(got[2], "\t\t\t    XenbusStateClosing ||")
 
 	def test_a_lone_comparison_is_broken_too(self):
 		new = "x\n\twhile (!(xenbus_read_driver_state(np->xbdev->otherend) == XenbusStateReconfigured))\n"
-		self.assertEqual(fixer.wrap_long("x\n", new),
+		self.assertEqual(layout.wrap_long("x\n", new),
 				 "x\n\twhile (xenbus_read_driver_state(np->xbdev->otherend) !=\n"
 				 "\t       XenbusStateReconfigured)\n")
 
 	def test_spaces_become_tabs(self):
-		self.assertEqual(fixer.wrap_long("x\n", "x\n\t\t           MAX_SCHEDULE_TIMEOUT);\n"),
+		self.assertEqual(layout.wrap_long("x\n", "x\n\t\t           MAX_SCHEDULE_TIMEOUT);\n"),
 				 "x\n\t\t\t   MAX_SCHEDULE_TIMEOUT);\n")
 
 	def test_long_conditions_are_wrapped(self):
 		old = "x\n"
 		new = "x\n\twhile (!(aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa(d) || bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb(d)))\n"
-		self.assertEqual(fixer.wrap_long(old, new),
+		self.assertEqual(layout.wrap_long(old, new),
 				 "x\n\twhile (!(aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa(d) ||\n"
 				 "\t\t bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb(d)))\n")
 		new = "x\n\t\tif (signal_pending_state(TASK_INTERRUPTIBLE | TASK_FREEZABLE, current)) {\n"
-		self.assertEqual(fixer.wrap_long(old, new),
+		self.assertEqual(layout.wrap_long(old, new),
 				 "x\n\t\tif (signal_pending_state(TASK_INTERRUPTIBLE | TASK_FREEZABLE,\n"
 				 "\t\t\t\t\t current)) {\n")
 
@@ -283,7 +283,7 @@ class WaitEventSitesTest(unittest.TestCase):
 class FlatTest(unittest.TestCase):
 	def test_blanks_inside_a_literal_are_kept(self):
 		t = 'f(d,  "a  b",   \'  \')'
-		self.assertEqual(fixer.flat(t, fixer.mask(t), 0, len(t)), 'f(d, "a  b", \'  \')')
+		self.assertEqual(ctext.flat(t, ctext.mask(t), 0, len(t)), 'f(d, "a  b", \'  \')')
 
 
 
@@ -294,20 +294,20 @@ class BraceLayoutTest(unittest.TestCase):
 	def test_added_braces_join_their_if_and_else(self):
 		old = "\tif (a)\n\t\tx();\n\telse\n\t\ty();\n"
 		new = "\tif (a)\n\t{\n\t\tz();\n\t}\n\telse {\n\t\ty();\n\t\n\t}\n"
-		self.assertEqual("".join(fixer.join_else(old, fixer._LINES.findall(new))),
+		self.assertEqual("".join(layout.join_else(old, ctext.LINES.findall(new))),
 				 "\tif (a) {\n\t\tz();\n\t} else {\n\t\ty();\n\t}\n")
 
 	def test_the_original_code_is_left_as_it_is(self):
 		old = "\tif (a) {\n\t\tx();\n\t}\n\telse\n\t\ty();\n\tw();\n"
 		new = "\tif (a) {\n\t\tx();\n\t}\n\telse\n\t\ty();\n\tz();\n"
-		self.assertEqual("".join(fixer.join_else(old, fixer._LINES.findall(new))), new)
+		self.assertEqual("".join(layout.join_else(old, ctext.LINES.findall(new))), new)
 
 
 class BitwiseWrapTest(unittest.TestCase):
 	def test_a_register_and_mask_is_broken_after_the_operator(self):
 		# 6.1 pi433_receive(): the moved condition came out at 84 columns
 		new = "x\n\t\twhile (!(rf69_read_reg(spi, REG_IRQFLAGS1) & MASK_IRQFLAGS1_RSSI)) {\n"
-		self.assertEqual(fixer.wrap_long("x\n", new),
+		self.assertEqual(layout.wrap_long("x\n", new),
 				 "x\n\t\twhile (!(rf69_read_reg(spi, REG_IRQFLAGS1) &\n"
 				 "\t\t\t MASK_IRQFLAGS1_RSSI)) {\n")
 
@@ -320,7 +320,7 @@ class ReindentTest(unittest.TestCase):
 		       "\t\t\t\t\tret = -ERESTARTSYS;\n\t\t\t\t\tbreak;\n\t\t\t\t}\n"
 		       "\t\t\t\twait_woken(&wait,\n\t\t\t\t\t   TASK_INTERRUPTIBLE,\n\t\t\t\t\t   MAX_SCHEDULE_TIMEOUT);\n"
 		       "\t\t}\n\t\tif (ret) {\n\t\t\t\tbreak;\n\t\t}\n")
-		self.assertEqual(fixer.wrap_long(old, new),
+		self.assertEqual(layout.wrap_long(old, new),
 				 "\tif (x) {\n\t\tret = 0;\n\t\twhile (!ready(p)) {\n\t\t\tif (signal_pending(current)) {\n"
 				 "\t\t\t\tret = -ERESTARTSYS;\n\t\t\t\tbreak;\n\t\t\t}\n"
 				 "\t\t\twait_woken(&wait, TASK_INTERRUPTIBLE,\n\t\t\t\t   MAX_SCHEDULE_TIMEOUT);\n"
@@ -336,16 +336,16 @@ class KeepBlankTest(unittest.TestCase):
 		# removed prepare_to_wait()
 		old = ["\tif (x)\n", "\t\ty();\n", "\n", "\tprepare_to_wait(q, &w, s);\n", "\t/* c */\n"]
 		new = ["\tif (x)\n", "\t\ty();\n", "\t/* c */\n"]
-		self.assertEqual(fixer.keep_blank(old, new),
+		self.assertEqual(layout.keep_blank(old, new),
 				 ["\tif (x)\n", "\t\ty();\n", "\n", "\t/* c */\n"])
 
 	def test_no_blank_after_an_opening_brace_or_without_one_removed(self):
 		old = ["\tfor (;;) {\n", "\n", "\tprepare_to_wait(q, &w, s);\n", "\t\ty();\n"]
 		new = ["\tfor (;;) {\n", "\t\ty();\n"]
-		self.assertEqual(fixer.keep_blank(old, new), new)
+		self.assertEqual(layout.keep_blank(old, new), new)
 		old = ["\ta();\n", "\tprepare_to_wait(q, &w, s);\n", "\tb();\n"]
 		new = ["\ta();\n", "\tb();\n"]
-		self.assertEqual(fixer.keep_blank(old, new), new)
+		self.assertEqual(layout.keep_blank(old, new), new)
 
 
 class DeclLineTest(unittest.TestCase):
@@ -356,9 +356,9 @@ class DeclLineTest(unittest.TestCase):
 	def test_declarations(self):
 		for line in ("\tint ret, rv;", "\tint a = 1, b;", "\tstruct x *p, *q;", "\tchar buf[8], c;",
 			     "\tunsigned long flags;", "\tDEFINE_WAIT(w);"):
-			self.assertTrue(fixer.is_decl_line(line), line)
+			self.assertTrue(ctext.is_decl_line(line), line)
 		for line in ("\tret = f(a, b);", "\tx = y;", "\treturn a;", "\tfoo(a, b);"):
-			self.assertFalse(fixer.is_decl_line(line), line)
+			self.assertFalse(ctext.is_decl_line(line), line)
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ class KnowledgeTest(unittest.TestCase):
 				self.assertRegex(text, r"(?m)^virtual %s$|^@%s\b" % (name, name), name)
 
 	def test_fix_waiters(self):
-		"""The waiters the rule rewrites alone, as fixer.py's refusals
+		"""The waiters the rule rewrites alone, as fix/wait_event.py's refusals
 		leave them."""
 		fw = gen_builtin.fix_waiters(self.kn.info)
 		table = self.kn.info["waiters"]["table"]

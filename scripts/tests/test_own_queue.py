@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """The set_current_state() loop rewrites of cocci/fix_set_current_state.cocci.
 The own-queue form (issue 15 item 3): a loop of a thread on no wait queue
-gets a queue of its own (hidp 5da8e47d849d).  What fixer.py's
+gets a queue of its own (hidp 5da8e47d849d).  What own_queue.py's
 plan_own_queue() chooses (the site, the names, the wakers) and refuses,
 run through MODE=patch on small trees written here.  The on-queue form
 (cmtp f06d977309d0, bnep 25717382c1dd): a loop already on a queue keeps
@@ -16,7 +16,7 @@ import sys
 import tempfile
 import unittest
 
-from nestsleep.fix import fixer
+from nestsleep.fix import edits, set_current_state
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -300,14 +300,14 @@ class OnQueue(TreeRun):
 		spec = {"entry": "wait", "entry_decl": "declare", "sched": ["3:2"], "restored": True}
 		good = "\tDEFINE_WAIT_FUNC(wait, woken_wake_function);\n\tfor (;;) {\n" \
 		       "\t\twait_woken(&wait, TASK_INTERRUPTIBLE, MAX_SCHEDULE_TIMEOUT);\n\t}\n"
-		fixer.check_on_queue(old, good, spec)
+		set_current_state.check_on_queue(old, good, spec)
 		for bad, what in ((good + "\t__set_current_state(TASK_RUNNING);\n", "the restore"),
 				  (good.replace("DEFINE_WAIT_FUNC(wait, woken_wake_function)",
 						"DECLARE_WAITQUEUE(wait, current)"), "the entry wait"),
 				  (good.replace("wait_woken(&wait, TASK_INTERRUPTIBLE, MAX_SCHEDULE_TIMEOUT)",
 						"schedule()"), "a schedule()")):
-			with self.assertRaises(fixer.Refuse) as cm:
-				fixer.check_on_queue(old, bad, spec)
+			with self.assertRaises(edits.Refuse) as cm:
+				set_current_state.check_on_queue(old, bad, spec)
 			self.assertIn(what, cm.exception.reason)
 
 
@@ -319,7 +319,7 @@ class SetterComments(unittest.TestCase):
 	def kept(self, text):
 		p = text.index("set_current_state(TASK_INTERRUPTIBLE)")
 		lines = text.split("\n")
-		keep = fixer.Fixer.setter_comments(None, text, [("set_current_state", p, 0, 0, "TASK_INTERRUPTIBLE")])
+		keep = set_current_state.setter_comments(text, [("set_current_state", p, 0, 0, "TASK_INTERRUPTIBLE")])
 		return [lines[i].strip() for i in keep]
 
 	def test_paragraph_about_the_setter_goes(self):
@@ -345,7 +345,7 @@ class OwnEdits(unittest.TestCase):
 		old = "\tfor (;;) {\n\t\t/* why */\n\t\tset_current_state(TASK_INTERRUPTIBLE);\n\n\t\tx();\n\t}\n" \
 		      "\twhile (1) {\n\t\tset_current_state(TASK_INTERRUPTIBLE);\n\n\t\ty();\n\t}\n"
 		new = "\tfor (;;) {\n\n\t\tx();\n\t}\n\twhile (1) {\n\n\t\ty();\n\t}\n"
-		got = fixer.apply_edits(old, fixer.own_edits(old, new, [1]))
+		got = edits.apply_edits(old, set_current_state.own_edits(old, new, [1]))
 		self.assertEqual(got, "\tfor (;;) {\n\t\t/* why */\n\n\t\tx();\n\t}\n\twhile (1) {\n\t\ty();\n\t}\n")
 
 

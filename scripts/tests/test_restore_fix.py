@@ -2,13 +2,13 @@
 """The restore-after-loop fix (issue 15, item 4): which loop a state
 setter is in (cfacts.loop_around()), the labels that rule the fix out
 (cfacts.labels_between()), and how a rule's output becomes the fixer's
-Edits (fixer.text_edits()).  fixtures/patch/restore_after_loop tests the
+Edits (edits.text_edits()).  fixtures/patch/restore_after_loop tests the
 whole path through spatch."""
 
 import unittest
 
 from nestsleep.analysis import cfacts
-from nestsleep.fix import fixer
+from nestsleep.fix import edits
 
 SRC = """int f(struct d *d)
 {
@@ -63,7 +63,7 @@ class LoopAroundTest(unittest.TestCase):
 
 class TextEditsTest(unittest.TestCase):
 	def check(self, old, new):
-		got = fixer.apply_edits(old, fixer.text_edits(old, new))
+		got = edits.apply_edits(old, edits.text_edits(old, new))
 		self.assertEqual(got, new)
 
 	def test_insertion_replacement_and_deletion(self):
@@ -77,7 +77,7 @@ class TextEditsTest(unittest.TestCase):
 		self.check("a\nb", "a\nc")
 
 	def test_one_edit_per_changed_run(self):
-		e = fixer.text_edits("a\nb\nc\nd\ne\n", "a\nB\nc\nd\nE\n")
+		e = edits.text_edits("a\nb\nc\nd\ne\n", "a\nB\nc\nd\nE\n")
 		self.assertEqual(len(e), 2)
 
 

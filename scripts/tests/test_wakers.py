@@ -10,8 +10,8 @@ import unittest
 from dev import check_wakers
 from nestsleep.analysis.scan import Facts, Tree
 from nestsleep.cache import Cache
-from nestsleep.fix import fixer, wakers
-from nestsleep.fix.fixer import mask
+from nestsleep.fix import edits, fixer, wakers
+from nestsleep.fix.ctext import mask
 from nestsleep.knowledge import Knowledge
 
 HEADER = """#include <linux/kthread.h>
@@ -65,10 +65,10 @@ class Helpers(unittest.TestCase):
 		# two units: one converts the wakers on two neighbouring lines, the
 		# other only the first; their edits of the first line must be equal
 		old = "a\n\twake_up_process(x);\n\twake_up_process(y);\nb\n"
-		both = wakers.per_line(old, fixer.text_edits(old, "a\n\twake_up(q);\n\twake_up(r);\nb\n"))
-		one = wakers.per_line(old, fixer.text_edits(old, "a\n\twake_up(q);\n\twake_up_process(y);\nb\n"))
+		both = wakers.per_line(old, edits.text_edits(old, "a\n\twake_up(q);\n\twake_up(r);\nb\n"))
+		one = wakers.per_line(old, edits.text_edits(old, "a\n\twake_up(q);\n\twake_up_process(y);\nb\n"))
 		self.assertEqual([(e.s, e.e, e.text) for e in one], [(both[0].s, both[0].e, both[0].text)])
-		self.assertEqual(fixer.apply_edits(old, both), "a\n\twake_up(q);\n\twake_up(r);\nb\n")
+		self.assertEqual(edits.apply_edits(old, both), "a\n\twake_up(q);\n\twake_up(r);\nb\n")
 
 
 class Rule(unittest.TestCase):
@@ -93,14 +93,14 @@ class Rule(unittest.TestCase):
 		t = Tree(tree, cache, 1)
 		facts = Facts(t, kn, cache, 1)
 		fx = fixer.Fixer(tree, kn, t, facts)
-		u = fixer.Unit("dev.c", "dev_thread", None)
+		u = edits.Unit("dev.c", "dev_thread", None)
 		ft = fx.text("dev.c")
 		pos = ft.t.index("wait_event(d->wq")
 		try:
 			fx.rule.prepare([("dev.c", "dev_thread")])
 			fx.wakers(u, "dev.c", "dev_thread", "&d->wq", "TASK_UNINTERRUPTIBLE", stop_tested, (pos, pos + 10))
 			fx.finish(u)    # cocci/fix_wakers.cocci converts the wakers here
-		except fixer.Refuse as r:
+		except edits.Refuse as r:
 			return r.reason, u
 		return None, u
 
@@ -121,8 +121,8 @@ class Rule(unittest.TestCase):
 				  "void poke(struct dev *d)\n{\n\tstruct task_struct *t = READ_ONCE(d->task);\n\n"
 				  "\tif (t)\n\t\twake_up_process(t);\n}\n")
 		self.assertIsNone(why)
-		ft = fixer.FileText(os.path.join(self.tmp, "tree", "waker.c"))
-		got = fixer.apply_edits(ft.t, u.edits["waker.c"])
+		ft = edits.FileText(os.path.join(self.tmp, "tree", "waker.c"))
+		got = edits.apply_edits(ft.t, u.edits["waker.c"])
 		self.assertEqual(got, "#include <linux/sched.h>\n#include \"dev.h\"\nvoid kick(struct dev *d)\n{\n"
 				 "\td->ready = 1;\n\twake_up(&d->wq);\n}\n"
 				 "void poke(struct dev *d)\n{\n\tstruct task_struct *t = READ_ONCE(d->task);\n\n"

@@ -8,6 +8,9 @@ name that sorts before it (the file's own order), else before the block's
 first line (a file whose only includes are local: "saa7164.h").  An #include
 under #ifdef CONFIG_X, or after a function, is never the place.
 
+add(): the #include line of a fix as an Edit of its unit, where place()
+puts it, unless Walker.reaches() finds the file gets the header already.
+
 Walker.reaches(): whether the file already gets a header through its own
 #include lines, followed statically and transitively: "x.h" relative to the
 including file's directory, <x.h> (and an unresolved "x.h") in the kernel's
@@ -23,6 +26,9 @@ patched object confirms a dropped include; the walk is what decides.
 
 import os
 import re
+
+from nestsleep.fix.ctext import mask
+from nestsleep.fix.edits import Edit, Refuse
 
 MAX_FILES = 4000
 MAX_DEPTH = 40
@@ -98,7 +104,6 @@ def first_function(text):
 	top-level '{' right after a ')' (the parameter list, or an attribute
 	like __releases(x)), with no '=' at the top level of what precedes it
 	(an initializer)."""
-	from nestsleep.fix.fixer import mask
 	m = mask(text)
 	depth, seg = 0, 0
 	for i, c in enumerate(m):
@@ -155,6 +160,24 @@ def place(text, header):
 		if before[-1] + 1 < len(linux):
 			return linux[before[-1] + 1][0]
 	return linux[-1][1]
+
+
+def add(walker, ft, u, rel, header):
+	"""Add #include <header> to the file's include block, in its order
+	(place()), unless the file already gets header through its #include
+	lines (walker.reaches()).  Text, because spatch 1.1.1 adds a line
+	after an #include only when the rule names that header literally:
+	'#include <...>@p' matches every include, but a '+' line under it is
+	dropped, so the place (after the include that sorts before header,
+	in this file) cannot be chosen by the rule."""
+	if any(name == header and not quoted and not cond for _s, _e, name, quoted, cond in scan(ft.t)):
+		return
+	if walker.reaches(rel, header):
+		return
+	at = place(ft.t, header)
+	if at is None:
+		raise Refuse("manual", "no #include block before the first function to add <%s> to" % header)
+	u.add(rel, Edit(at, at, "#include <%s>\n" % header, key=("inc", header)))
 
 
 class Walker:

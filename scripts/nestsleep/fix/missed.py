@@ -30,7 +30,8 @@ from nestsleep import COCCI_DIR
 from nestsleep.analysis import cfacts
 from nestsleep.analysis.cfacts import _match_close, _text, split_args
 from nestsleep.analysis.wakecov import WakeCov, expr_key
-from nestsleep.fix.fixer import Refuse, Unit, text_edits
+from nestsleep.fix.edits import Refuse, Unit, text_edits
+from nestsleep.fix.spatch import spatch_text
 
 RULE = os.path.join(COCCI_DIR, "fix_missed_wakeup.cocci")
 # the wakeup that wakes TASK_NORMAL for each interruptible one
@@ -281,8 +282,8 @@ def run_rule(fx, u, rel, sites):
 	for kind in ("mode", "guard", "after", "unparam"):
 		if not sites[kind]:
 			continue
-		new = fx.spatch_text(ft.t, os.path.basename(rel), RULE,
-				     {"NESTSLEEP_SITES": json.dumps({kind: sites[kind]})}, ["-D", kind])
+		new = spatch_text(ft.t, os.path.basename(rel), RULE,
+				  {"NESTSLEEP_SITES": json.dumps({kind: sites[kind]})}, ["-D", kind])
 		edits = [] if new is None else text_edits(ft.t, new)
 		offs = []
 		# a dropped parameter's sites are its lines: the definition's, each call's

@@ -34,7 +34,8 @@ import os
 import re
 
 from nestsleep.analysis import polls as apolls
-from nestsleep.fix.fixer import Refuse, match_close, split_top
+from nestsleep.fix.ctext import match_close, split_top
+from nestsleep.fix.edits import Refuse
 
 MAX_UP = 3
 IDENT = r"[A-Za-z_]\w*"

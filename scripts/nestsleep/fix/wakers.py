@@ -39,14 +39,17 @@ import os
 import re
 import subprocess
 
-from nestsleep.fix.fixer import (Edit, Refuse, WAKERS_RULE, match_close, next_nonspace, prev_nonspace,
-				 split_top, text_edits)
+from nestsleep import COCCI_DIR
+from nestsleep.fix.ctext import LINES, match_close, next_nonspace, prev_nonspace, split_top
+from nestsleep.fix.edits import Edit, Refuse, text_edits
+from nestsleep.fix.spatch import spatch_text
+
+WAKERS_RULE = os.path.join(COCCI_DIR, "fix_wakers.cocci")
 
 MAX_UP = 3          # caller levels searched above the waiting function
 MAX_FANIN = 40      # callers of one function beyond which the search stops
 
 IDENT = r"[A-Za-z_]\w*"
-LINES = re.compile(r"[^\n]*\n|[^\n]+$")     # as fixer.text_edits() splits
 WAKE_CALL = re.compile(r"\bwake_up_(?:process|state)\(")
 ACCESS = re.compile(r"^%s(?:(?:->|\.)%s|\[[^\]]*\])*$" % (IDENT, IDENT))
 
@@ -1096,8 +1099,8 @@ class WakerRule:
 			dead = u.dead_copies.get(rel, {})
 			spec = {"wakers": {at: {"call": x["call"], "queue": x["queue"]} for at, x in sites.items()},
 				"dead": [[f, n] for f, n in sorted(dead)]}
-			new = self.fx.spatch_text(ft.t, os.path.basename(rel), WAKERS_RULE,
-						  {"NESTSLEEP_SITES": json.dumps(spec)})
+			new = spatch_text(ft.t, os.path.basename(rel), WAKERS_RULE,
+					  {"NESTSLEEP_SITES": json.dumps(spec)})
 			# None: spatch failed, or changed nothing (then it writes no -o file)
 			edits = [] if new is None else per_line(ft.t, text_edits(ft.t, new))
 			wanted = [(x["s"], x) for x in sites.values()] + [(ls, (f, n)) for (f, n), ls in dead.items()]

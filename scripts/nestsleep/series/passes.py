@@ -32,7 +32,7 @@ general text, which says only what holds on any pass.
 import os
 import re
 
-from nestsleep.fix.fixer import mask, match_close, open_block
+from nestsleep.fix.ctext import mask, match_close, open_block
 
 STATE_SET = re.compile(r"\b(?:set_current_state|prepare_to_wait\w*)\s*\(")
 LOOP = re.compile(r"\b(?:for|while)\s*\(|\bdo\s*\{")

@@ -14,14 +14,15 @@ import json
 import os
 import sys
 
-from nestsleep.fix import fixer
+from nestsleep.fix.ctext import function_body
+from nestsleep.fix.edits import FileText
 
 
 def func_text(cache, kdir, rel, line):
 	key = (kdir, rel)
 	if key not in cache:
 		try:
-			cache[key] = fixer.FileText(os.path.join(kdir, rel))
+			cache[key] = FileText(os.path.join(kdir, rel))
 		except OSError:
 			cache[key] = None
 	ft = cache[key]
@@ -31,7 +32,7 @@ def func_text(cache, kdir, rel, line):
 		pos = ft.offset(line, 0)
 	except ValueError:
 		return None
-	o, c = fixer.function_body(ft.m, pos)
+	o, c = function_body(ft.m, pos)
 	if o < 0:
 		return None
 	s = max(ft.t.rfind("\n\n", 0, o), 0)

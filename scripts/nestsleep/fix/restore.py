@@ -1,0 +1,81 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The restores of TASK_RUNNING a wait needs after it, not in it.
+
+  after the loop  a sleeping call that runs after its wait loop has ended,
+                  with the state the loop set not yet restored: one
+                  __set_current_state(TASK_RUNNING) right after the loop,
+                  made by cocci/restore_after_loop.cocci
+                  (plan_restore_after_loop())
+  thread exit     a thread function that returns to kthread() with its
+                  state set: no rule yet, so the finding is refused
+                  ("manual") with where the restore goes
+                  (plan_thread_exit())
+  helper          the state set inside a helper that returns with it
+                  still set, so the wait loop spans two functions: no
+                  rule either (plan_state_helper())
+"""
+
+import os
+
+from nestsleep import COCCI_DIR
+from nestsleep.analysis import cfacts
+from nestsleep.fix.edits import Refuse
+from nestsleep.fix.spatch import spatch_edits
+
+RESTORE_RULE = os.path.join(COCCI_DIR, "restore_after_loop.cocci")
+
+
+def plan_restore_after_loop(fx, f, u):
+	"""Every sleeping call of f runs after the wait loop has ended,
+	with the state it set not yet restored (hpet_read()'s put_user()
+	after the break): the loop is right as it is, and one
+	__set_current_state(TASK_RUNNING) after it is the fix
+	(cocci/restore_after_loop.cocci).  The restore at the label the
+	loop's gotos reach stays."""
+	rel = f["file"]
+	ft = fx.text(rel)
+	toks = cfacts.tokenize(ft.t)
+	loop = cfacts.loop_around(toks, f["line"])
+	if loop is None or loop[0] != f["after_loop"]:
+		raise Refuse("manual", "cannot find the wait loop on line %s" % f["after_loop"])
+	last = max(p["line"] for p in f["paths"])
+	nxt = next((t for t in toks if t[2] > loop[1]), None)
+	if nxt is None or nxt[1] == "}" or nxt[2] > last:
+		raise Refuse("manual", "the wait loop on line %d ends its block: put "
+			     "__set_current_state(TASK_RUNNING) on every way out of it by hand" % loop[0])
+	if cfacts.labels_between(toks, loop[1] + 1, last):
+		raise Refuse("manual", "a goto label between the wait loop on line %d and the sleeping call "
+			     "may be reached from inside the loop: restore TASK_RUNNING before the call by hand"
+			     % loop[0])
+	kw = next(t[1] for t in toks if t[2] == loop[0] and t[1] in ("for", "while", "do"))
+	if kw == "do":
+		env = {"NESTSLEEP_NEXT": str(nxt[2])}
+	else:
+		env = {"NESTSLEEP_LOOPS": str(loop[0])}
+	edits = spatch_edits(ft, rel, RESTORE_RULE, env)
+	if not edits:
+		raise Refuse("manual", "%s could not place the restore after the wait loop on line %d"
+			     % (os.path.basename(RESTORE_RULE), loop[0]))
+	for e in edits:
+		e.key = ("restore", rel, loop[0])
+		u.add(rel, e)
+	u.reasons.append("the wait loop on line %d leaves with the task state still set, and %s() runs "
+			 "after it: TASK_RUNNING is now restored as soon as the loop ends; the loop itself, "
+			 "its wakeups and its exits by goto are unchanged" % (loop[0], f["call"]))
+
+
+
+def plan_thread_exit(fx, f, u):
+	"""A thread function that returns to kthread() with the task state
+	set.  The restore before its return has no rule yet (there is no
+	cocci/ rule for it): refused, with where the restore goes."""
+	raise Refuse("manual", "the thread function %s() returns to kthread() with the task state "
+		     "set: restore TASK_RUNNING before it returns" % f["function"])
+
+
+def plan_state_helper(fx, f, u):
+	"""The task state set inside a helper that returns with it still set:
+	no rule yet; refused, with what to do by hand."""
+	raise Refuse("manual", "the task state is set inside %s(), a helper that returns with it "
+		     "still set: the wait loop spans two functions; restore TASK_RUNNING before the "
+		     "sleeping call or restructure by hand" % f["primitive"])
