@@ -5,7 +5,7 @@ One sub-command per Makefile target, so that 'make X' is 'nestsleep X':
 
   coccicheck     find nested sleeps (analysis.pipeline.main)
   fixes          patch series per MAINTAINERS section (series.series.build)
-  retest         rewrite the testing paragraphs of a series (series.series.retest)
+  retest         rewrite the testing paragraphs of a series (series.records.retest)
   triage         maintainer reports and SARIF (triage.reports.build)
   boottest       build and boot each patch of a series (boot.boottest.main)
   runtime-proof  the test module before and after the rewrite (boot.proof.main)
@@ -65,8 +65,8 @@ def _fixes(a):
 
 
 def _retest(a):
-	from nestsleep.series import series
-	return run_user(lambda d: series.retest(d, a.build_kdir or None, a.kdir or None), a.dir, "fixes")
+	from nestsleep.series import records
+	return run_user(lambda d: records.retest(d, a.build_kdir or None, a.kdir or None), a.dir, "fixes")
 
 
 def _triage(a):

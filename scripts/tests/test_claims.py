@@ -30,7 +30,7 @@ import unittest
 
 from nestsleep import TOP
 from nestsleep.series import effect
-from nestsleep.series import series
+from nestsleep.series import changelog
 from nestsleep.triage import reports
 
 WAKEUP = r"(?:wake-?ups?|wake_up\w*\(\))"
@@ -214,7 +214,7 @@ class GeneratorsTest(unittest.TestCase):
 			for s in SHAPES for h in ("warns", "silent")]
 		records = {"fp-set_current_state-warns": {"function": "f", "splats": ["do not call blocking ops"]}}
 		bad = []
-		for par in series.effect_paragraphs(effs, records):
+		for par in changelog.effect_paragraphs(effs, records):
 			bad += unquoted(par, "effect_paragraphs")
 		self.assertEqual(bad, [])
 

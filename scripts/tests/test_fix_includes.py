@@ -17,7 +17,7 @@ import unittest
 from nestsleep import TOP, cache_dir
 from nestsleep.fix import edits, fixer, includes
 from nestsleep.knowledge import Knowledge
-from nestsleep.series import series
+from nestsleep.series import gitrepo
 
 KN = Knowledge()
 
@@ -172,9 +172,9 @@ class SeriesApplyTest(unittest.TestCase):
 		tmp = tempfile.mkdtemp(prefix="nestsleep-inc-")
 		self.addCleanup(shutil.rmtree, tmp)
 		write(tmp, "d/t.c", src)
-		repo = series.Repo(tmp, "A <a@example.invalid>", "Thu, 1 Jan 2026 00:00:00 +0000")
+		repo = gitrepo.Repo(tmp, "A <a@example.invalid>", "Thu, 1 Jan 2026 00:00:00 +0000")
 		repo.git("init", "-q")
-		self.assertIsNone(series.apply_unit(repo, diff))
+		self.assertIsNone(gitrepo.apply_unit(repo, diff))
 		with open(os.path.join(tmp, "d/t.c")) as f:
 			return f.read()
 
@@ -209,7 +209,7 @@ def judge_from_hunks(text):
 	own hunk, a line that closes or opens a top-level block, or whose
 	hunk header names a function (git's funcname line before the hunk)."""
 	bad = []
-	for rel, hunks in series.split_diff(text):
+	for rel, hunks in gitrepo.split_diff(text):
 		for h in hunks:
 			fn = h[0].split("@@")[2].strip() if h[0].count("@@") >= 2 else ""
 			seen = bool(re.match(r"^[A-Za-z_][^=;]*\(", fn))
@@ -246,7 +246,7 @@ class CommittedPatchesTest(unittest.TestCase):
 			with open(p, errors="surrogateescape") as f:
 				text = f.read()
 			name = "%s/%s" % (tid, os.path.relpath(p, os.path.join(TOP, "reports", "fixes", tid)))
-			files = [rel for rel, _ in series.split_diff(text)]
+			files = [rel for rel, _ in gitrepo.split_diff(text)]
 			ok = kdir and os.path.isdir(kdir)
 			for rel in files:
 				dst = os.path.join(tmp, rel)

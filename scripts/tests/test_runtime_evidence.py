@@ -9,7 +9,7 @@ import unittest
 
 from nestsleep import TOP
 from nestsleep.series import effect
-from nestsleep.series import series as fixes
+from nestsleep.series import changelog, changelog_tested, records
 from nestsleep.triage import reports
 
 SPLAT = ["do not call blocking ops when !TASK_RUNNING; state=1 set at [<(____ptrval____)>] hpet_read+0x8c/0x210",
@@ -86,7 +86,7 @@ class ChangelogSplatTest(unittest.TestCase):
 		recs = self.records(reproduced=True, splat=SPLAT, exerciser="kernel-boot/exercise/hpet.sh",
 				    baseline_hits=["do not call blocking ops in hpet_read"])
 		effs = [{"shape": "after_loop", "how": "warns", "state": "1", "fingerprints": ["c164de450d66b8ed"]}]
-		text = "\n\n".join(fixes.effect_paragraphs(effs, recs))
+		text = "\n\n".join(changelog.effect_paragraphs(effs, recs))
 		# the exerciser's path is not in the kernel tree: it goes below '---'
 		self.assertIn("with a test driving the wait", " ".join(text.split()))
 		self.assertNotIn("kernel-boot/", text)
@@ -99,7 +99,7 @@ class ChangelogSplatTest(unittest.TestCase):
 		and the changelog says the first line was wrapped."""
 		recs = self.records(reproduced=True, splat=SPLAT, exerciser="kernel-boot/exercise/hpet.sh")
 		effs = [{"shape": "after_loop", "how": "warns", "state": "1", "fingerprints": ["c164de450d66b8ed"]}]
-		text = "\n\n".join(fixes.effect_paragraphs(effs, recs))
+		text = "\n\n".join(changelog.effect_paragraphs(effs, recs))
 		block = effect.splat_block({"splat": SPLAT})
 		head = block.split("WARNING:")[0].splitlines()
 		self.assertTrue(all(len(x) <= 75 for x in head), head)
@@ -109,7 +109,7 @@ class ChangelogSplatTest(unittest.TestCase):
 	def test_no_splat_no_quote(self):
 		recs = self.records(reproduced=False, exerciser="kernel-boot/exercise/hpet.sh")
 		effs = [{"shape": "after_loop", "how": "warns", "state": "1", "fingerprints": ["c164de450d66b8ed"]}]
-		text = "\n\n".join(fixes.effect_paragraphs(effs, recs))
+		text = "\n\n".join(changelog.effect_paragraphs(effs, recs))
 		self.assertIn("no boot has printed it here", " ".join(text.split()))
 		self.assertNotIn("Call Trace", text)
 		self.assertIsNone(effect.splat_block("do not call blocking ops in hpet_read"))
@@ -122,7 +122,7 @@ class ChangelogSplatTest(unittest.TestCase):
 		recs = {"a": {"function": "acpi_aml_read", "boot": dict(gone, function="acpi_aml_read")},
 			"b": {"function": "acpi_aml_release", "boot": dict(gone, function="acpi_aml_release")},
 			"c": {"function": "acpi_aml_release", "boot": dict(quiet, function="acpi_aml_release")}}
-		t = fixes.tested_paragraph(["a", "b", "c"], recs)
+		t = changelog_tested.tested_paragraph(["a", "b", "c"], recs)
 		self.assertIn("with the patch on top of the unpatched tree:", t)
 		self.assertIn("acpi_aml_read(), acpi_aml_release() (wait 1 of 2): reproduced in QEMU", t)
 		self.assertIn("acpi_aml_release() (wait 2 of 2): exercised (kernel-boot/exercise/acpi_dbg.sh), but the "
@@ -135,21 +135,21 @@ class ChangelogSplatTest(unittest.TestCase):
 		     "baseline_hits": ["do not call blocking ops in wpan_phy_unregister"],
 		     "exerciser": "kernel-boot/exercise/wpan_phy_unregister.sh",
 		     "not_patched": "ending the wait crashes the patched kernel too"}
-		s = fixes.boot_sentence(b)
+		s = changelog_tested.boot_sentence(b)
 		self.assertIn("cannot run on the patched kernel (ending the wait crashes", s)
 		self.assertNotIn("the patched kernel did not", s)
-		self.assertNotIn("warning gone", fixes.boot_status(b, ""))
+		self.assertNotIn("warning gone", records.boot_status(b, ""))
 
 	def test_evidence_line_picks_the_phase_of_the_function(self):
 		out = ["# write: input ring filled with 3561 more bytes",
 		       "# write: blocked 646 ms, then wrote 4096 of 4096 bytes",
 		       "# kernel warned with acpi_aml_write in the trace: no",
 		       "# release: 88 closes during queued commands, 3 returned in < 100 ms; close took 1.3..108.6 ms"]
-		self.assertEqual(fixes.evidence_line({"function": "acpi_aml_write", "patched_output": out}),
+		self.assertEqual(changelog_tested.evidence_line({"function": "acpi_aml_write", "patched_output": out}),
 				 "write: blocked 646 ms, then wrote 4096 of 4096 bytes")
-		self.assertTrue(fixes.evidence_line({"function": "acpi_aml_release", "patched_output": out}).startswith("release: 88"))
-		self.assertIsNone(fixes.evidence_line({"function": "acpi_aml_read", "patched_output": out}))
-		self.assertEqual(fixes.evidence_line({"function": "hpet_read", "patched_output": [
+		self.assertTrue(changelog_tested.evidence_line({"function": "acpi_aml_release", "patched_output": out}).startswith("release: 88"))
+		self.assertIsNone(changelog_tested.evidence_line({"function": "acpi_aml_read", "patched_output": out}))
+		self.assertEqual(changelog_tested.evidence_line({"function": "hpet_read", "patched_output": [
 			"# read 1: 8 bytes, 1 interrupt(s), blocked 83.8 ms", "# 3 of 3 reads blocked and returned data"]}),
 				 "3 of 3 reads blocked and returned data")
 
@@ -157,12 +157,12 @@ class ChangelogSplatTest(unittest.TestCase):
 		b = {"build": "ok", "boot": "ok", "status": "ok", "applied_after": [], "exercised": True,
 		     "reproduced": True, "warning_gone": True, "baseline_tries": 1, "patched_tries": 1,
 		     "exerciser": "kernel-boot/exercise/hpet.sh", "patched_output": ["3 of 3 reads blocked and returned data"]}
-		s = fixes.boot_sentence(b)
+		s = changelog_tested.boot_sentence(b)
 		self.assertIn("the unpatched kernel warned in its boot 1", s)
 		self.assertIn("(3 of 3 reads blocked and returned data)", s)
-		self.assertEqual(fixes.boot_status(b, ""), "compiled, booted, reproduced, exercised: warning gone")
+		self.assertEqual(records.boot_status(b, ""), "compiled, booted, reproduced, exercised: warning gone")
 		b2 = dict(b, warning_gone=False, patched_hits=[], exercised=False)
-		self.assertIn("not shown to have run", fixes.boot_sentence(b2))
+		self.assertIn("not shown to have run", changelog_tested.boot_sentence(b2))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Unit tests for nestsleep.series.series (make fixes)."""
+"""Unit tests for nestsleep.series (make fixes): series.py and the modules it calls."""
 
 import json
 import os
@@ -11,7 +11,7 @@ import tempfile
 import unittest
 
 from nestsleep import TOP, cache_dir
-from nestsleep.series import series as fixes
+from nestsleep.series import changelog, changelog_tested, cover, gitrepo, recipients, series, subjects
 from nestsleep.series import reach
 
 KTREE = os.path.join(cache_dir(), "linux-source-6.1")
@@ -38,18 +38,18 @@ def clean_env(home):
 
 class PrefixTest(unittest.TestCase):
 	def test_fixes_seed_prefixes(self):
-		self.assertEqual(fixes.path_prefix("net/bluetooth/hidp/core.c"), "Bluetooth: hidp:")
-		self.assertEqual(fixes.path_prefix("net/bluetooth/cmtp/capi.c"), "Bluetooth: cmtp:")
-		self.assertEqual(fixes.path_prefix("drivers/md/raid5.c"), "md/raid5:")
-		self.assertEqual(fixes.path_prefix("fs/ceph/caps.c"), "ceph:")
-		self.assertEqual(fixes.path_prefix("drivers/iio/industrialio-buffer.c"), "iio:")
-		self.assertEqual(fixes.path_prefix("drivers/vfio/vfio.c"), "vfio:")
-		self.assertEqual(fixes.path_prefix("drivers/virtio/virtio_balloon.c"), "virtio-balloon:")
+		self.assertEqual(subjects.path_prefix("net/bluetooth/hidp/core.c"), "Bluetooth: hidp:")
+		self.assertEqual(subjects.path_prefix("net/bluetooth/cmtp/capi.c"), "Bluetooth: cmtp:")
+		self.assertEqual(subjects.path_prefix("drivers/md/raid5.c"), "md/raid5:")
+		self.assertEqual(subjects.path_prefix("fs/ceph/caps.c"), "ceph:")
+		self.assertEqual(subjects.path_prefix("drivers/iio/industrialio-buffer.c"), "iio:")
+		self.assertEqual(subjects.path_prefix("drivers/vfio/vfio.c"), "vfio:")
+		self.assertEqual(subjects.path_prefix("drivers/virtio/virtio_balloon.c"), "virtio-balloon:")
 
 	def test_fixes_fallbacks(self):
-		self.assertEqual(fixes.path_prefix("drivers/media/pci/saa7164/saa7164-vbi.c"), "media: saa7164:")
-		self.assertEqual(fixes.path_prefix("drivers/staging/pi433/pi433_if.c"), "staging: pi433:")
-		self.assertEqual(fixes.path_prefix("net/sctp/socket.c"), "net: sctp:")
+		self.assertEqual(subjects.path_prefix("drivers/media/pci/saa7164/saa7164-vbi.c"), "media: saa7164:")
+		self.assertEqual(subjects.path_prefix("drivers/staging/pi433/pi433_if.c"), "staging: pi433:")
+		self.assertEqual(subjects.path_prefix("net/sctp/socket.c"), "net: sctp:")
 
 	def test_fixes_git_prefix(self):
 		tmp = tempfile.mkdtemp()
@@ -65,8 +65,8 @@ class PrefixTest(unittest.TestCase):
 					f.write("int x%d;\n" % i)
 				run("add", "-A")
 				run("-c", "user.name=T", "-c", "user.email=t@example.org", "commit", "-q", "-m", subj)
-			self.assertEqual(fixes.git_prefix(tmp, "drivers/foo/bar.c"), "foo: bar:")
-			self.assertIsNone(fixes.git_prefix(os.path.join(tmp, "drivers"), "foo/bar.c"))
+			self.assertEqual(subjects.git_prefix(tmp, "drivers/foo/bar.c"), "foo: bar:")
+			self.assertIsNone(subjects.git_prefix(os.path.join(tmp, "drivers"), "foo/bar.c"))
 		finally:
 			shutil.rmtree(tmp)
 
@@ -77,7 +77,7 @@ class TestedTextTest(unittest.TestCase):
 	unit = {"unit": "drivers/acpi/acpi_dbg.c:acpi_aml_read", "findings": [{"fingerprint": "f1"}]}
 
 	def text(self, rec):
-		return fixes.tested_text(self.unit, {}, {"f1": rec} if rec else {})
+		return changelog_tested.tested_text(self.unit, {}, {"f1": rec} if rec else {})
 
 	def test_fixes_tested_text_boot_states(self):
 		self.assertIn("booted in QEMU", self.text({"build": "ok", "boot": "ok"}))
@@ -93,7 +93,7 @@ class TestedTextTest(unittest.TestCase):
 		t = self.text({"status": "config failed", "build": "not run",
 			       "reason": "CONFIG_ADB_PMU cannot be enabled on x86_64: depends on PPC_PMAC"})
 		self.assertIn("Not boot-tested: CONFIG_ADB_PMU cannot be enabled", t)
-		self.assertEqual(self.text(None), fixes.NOT_TESTED)
+		self.assertEqual(self.text(None), changelog_tested.NOT_TESTED)
 
 
 class TestingNoteTest(unittest.TestCase):
@@ -101,11 +101,11 @@ class TestingNoteTest(unittest.TestCase):
 		"""The cover letter says which patch each testing text is for."""
 		recs = {"f1": {"boot": {"build": "ok", "boot": "ok", "status": "ok"}}}
 		ent = {"patches": [{"fingerprints": ["f1"]}, {"fingerprints": ["f2"]}, {"fingerprints": ["f3"]}]}
-		t = fixes.testing_note(ent, recs)
+		t = cover.testing_note(ent, recs)
 		self.assertRegex(t, r"Patch 1/3: [^:]*booted")
 		self.assertIn("Patches 2/3, 3/3: ", t)
 		self.assertNotIn("of 3)", t)
-		one = fixes.testing_note({"patches": [{"fingerprints": ["f2"]}, {"fingerprints": ["f3"]}]}, recs)
+		one = cover.testing_note({"patches": [{"fingerprints": ["f2"]}, {"fingerprints": ["f3"]}]}, recs)
 		self.assertIn("the same for all 2 patches", one)
 
 
@@ -121,7 +121,7 @@ class WokenStopsTest(unittest.TestCase):
 				   ("is_kthread_should_stop()", ["stopped", "kthread_should_stop()"]), ("y()", None)):
 			with open(os.path.join(tmp, "kernel", "sched", "wait.c"), "w") as f:
 				f.write(body % test)
-			self.assertEqual(fixes.woken_stops(tmp), want)
+			self.assertEqual(cover.woken_stops(tmp), want)
 
 
 def woken_in_diff(patch_text):
@@ -150,12 +150,12 @@ class CoverKindTest(unittest.TestCase):
 			"woken_stops": ["stopped", "kthread_should_stop()"]}
 
 	def test_restore_only_cover_does_not_claim_wait_woken(self):
-		t = fixes.cover_blurb(self.ent(["restore", "restore"]), [], self.manifest(), "linux-6.1.192")
+		t = cover.cover_blurb(self.ent(["restore", "restore"]), [], self.manifest(), "linux-6.1.192")
 		self.assertNotIn("wait_woken", t)
 		self.assertIn("TASK_RUNNING", t)
 
 	def test_mixed_cover_names_the_patches_of_each_kind(self):
-		t = " ".join(fixes.cover_blurb(self.ent(["restore", "prepare_to_wait", "wait_event"]), [],
+		t = " ".join(cover.cover_blurb(self.ent(["restore", "prepare_to_wait", "wait_event"]), [],
 					       self.manifest(), "linux-6.1.192").split())
 		self.assertRegex(t, r"Patch 1/3 sets the task state back to TASK_RUNNING")
 		self.assertRegex(t, r"Patches 2/3, 3/3 rewrite the wait into the wait_woken\(\) form")
@@ -163,13 +163,13 @@ class CoverKindTest(unittest.TestCase):
 		self.assertNotIn("Each patch", t)
 
 	def test_missed_wakeup_patch_is_not_called_a_rewrite(self):
-		t = " ".join(fixes.cover_blurb(self.ent(["wait_event", "missed_wakeup"]), [], self.manifest(),
+		t = " ".join(cover.cover_blurb(self.ent(["wait_event", "missed_wakeup"]), [], self.manifest(),
 					       "linux-6.1.192").split())
 		self.assertIn("Patch 2/2 adds the wakeup that a writer of the wait's condition misses", t)
 		self.assertIn("One change patch 1/2 makes: wait_woken()", t)
 
 	def test_woken_only_cover_unchanged(self):
-		t = " ".join(fixes.cover_blurb(self.ent(["prepare_to_wait", "wait_event"]), [], self.manifest(),
+		t = " ".join(cover.cover_blurb(self.ent(["prepare_to_wait", "wait_event"]), [], self.manifest(),
 					       "linux-6.1.192").split())
 		self.assertIn("Each patch rewrites the wait into the wait_woken() form", t)
 		self.assertIn("One change every patch makes: wait_woken()", t)
@@ -204,13 +204,13 @@ class SubjectTest(unittest.TestCase):
 		names the kind of wait and how many."""
 		g = [self.unit(n) for n in ("spi_nor_lock_device", "spi_nor_rww_start_exclusive", "spi_nor_prep_and_lock_pe",
 					    "spi_nor_prep_and_lock_rd")]
-		self.assertEqual(fixes.subject_core("mtd: spi-nor:", g),
+		self.assertEqual(subjects.subject_core("mtd: spi-nor:", g),
 				 "mtd: spi-nor: fix nested sleeps in 4 wait_event_killable() conditions")
 		g = [self.unit("_drbd_request_state", "wait_event_interruptible", file="drivers/block/drbd/drbd_state.c"),
 		     self.unit("drbd_request_detach_interruptible", "wait_event_interruptible_timeout",
 			       file="drivers/block/drbd/drbd_state.c")]
-		self.assertEqual(fixes.subject_core("drbd:", g), "drbd: fix nested sleeps in 2 waits of drbd_state.c")
-		self.assertEqual(fixes.subject_core("x:", [self.unit("a"), self.unit("b")]),
+		self.assertEqual(subjects.subject_core("drbd:", g), "drbd: fix nested sleeps in 2 waits of drbd_state.c")
+		self.assertEqual(subjects.subject_core("x:", [self.unit("a"), self.unit("b")]),
 				 "x: fix nested sleeps in a() and b()")
 
 
@@ -222,10 +222,10 @@ class RestoreSubjectTest(unittest.TestCase):
 	def test_restore_subject(self):
 		f = {"function": "hpet_read", "call": "put_user", "primitive": "set_current_state",
 		     "shape": "set_current_state", "fix": {"kind": "restore"}}
-		self.assertEqual(fixes.subject_core("char: hpet:", [("u", [f])]),
+		self.assertEqual(subjects.subject_core("char: hpet:", [("u", [f])]),
 				 "char: hpet: set TASK_RUNNING before put_user() in hpet_read()")
 		g = dict(f, fix={"kind": "wait_event"})
-		self.assertEqual(fixes.subject_core("char: hpet:", [("u", [g])]),
+		self.assertEqual(subjects.subject_core("char: hpet:", [("u", [g])]),
 				 "char: hpet: fix nested sleep in hpet_read()")
 
 
@@ -246,7 +246,7 @@ class SelectTest(unittest.TestCase):
 		fs = [self.finding("a1", "xennet_create_dev"), self.finding("b2", "xennet_xdp_set")]
 		labels = {"a1": {"verdict": "true", "no_patch": {"reason": "nothing wakes it during probe", "by": "x"}},
 			  "b2": {"verdict": "true"}}
-		units, others = fixes.select(fs, labels, os.path.join(TOP, "reports", "labels", "x.json"), "high")
+		units, others = series.select(fs, labels, os.path.join(TOP, "reports", "labels", "x.json"), "high")
 		self.assertEqual(list(units), ["a.c:xennet_xdp_set"])
 		self.assertIn("says the rewrite is not safe: nothing wakes it during probe", others[0][1])
 
@@ -256,7 +256,7 @@ class SelectTest(unittest.TestCase):
 		fs = [self.finding("a1", "drbd_alloc_pages", blocks=False), self.finding("b2", "other")]
 		labels = {"a1": {"verdict": "true"}, "b2": {"verdict": "true"}}
 		for lab in (labels, None):
-			units, others = fixes.select(fs, lab, os.path.join(TOP, "reports", "labels", "x.json"), "high")
+			units, others = series.select(fs, lab, os.path.join(TOP, "reports", "labels", "x.json"), "high")
 			self.assertEqual(list(units), ["a.c:other"])
 			self.assertEqual(len(others), 1)
 			self.assertIn("ends in might_sleep() in __drbd_free_peer_req()", others[0][1])
@@ -272,7 +272,7 @@ class SelectTest(unittest.TestCase):
 		      dict(self.finding("b2", "cfg80211_stop_nan", blocks=False), kind="missed_wakeup",
 			   chain=["cfg80211_stop_nan"])]
 		labels = {"a1": {"verdict": "true"}, "b2": {"verdict": "harmless", "reason": "no one waits then. x"}}
-		units, others = fixes.select(fs, labels, os.path.join(TOP, "reports", "labels", "x.json"), "high")
+		units, others = series.select(fs, labels, os.path.join(TOP, "reports", "labels", "x.json"), "high")
 		self.assertEqual(list(units), ["a.c:acpi_aml_unlock_fifo"])
 		self.assertEqual(len(others), 1)
 		self.assertIn("labelled harmless in reports/labels/x.json: no one waits then", others[0][1])
@@ -291,12 +291,12 @@ class CheckpatchStatusTest(unittest.TestCase):
 		with open(p, "w") as f:
 			f.write("--- a/drivers/net/x.c\n+++ b/drivers/net/x.c\n@@ -1 +1 @@\n")
 		out = "CHECK: Avoid CamelCase: <XenbusStateClosed>\n#20: FILE: drivers/net/x.c:1:\n"
-		st = fixes.checkpatch_status(tmp, p, out, False)["status"]
+		st = gitrepo.checkpatch_status(tmp, p, out, False)["status"]
 		self.assertEqual(st, "0 errors, 0 warnings, 1 checks (CamelCase on names the file already uses: "
 				 "XenbusStateClosed)")
-		st = fixes.checkpatch_status(tmp, p, out.replace("XenbusStateClosed", "NewName"), False)["status"]
+		st = gitrepo.checkpatch_status(tmp, p, out.replace("XenbusStateClosed", "NewName"), False)["status"]
 		self.assertEqual(st, "0 errors, 0 warnings, 1 checks")
-		self.assertEqual(fixes.checkpatch_status(tmp, p, "", False)["status"], "clean")
+		self.assertEqual(gitrepo.checkpatch_status(tmp, p, "", False)["status"], "clean")
 
 
 class CheckpatchPathTest(unittest.TestCase):
@@ -311,7 +311,7 @@ class CheckpatchPathTest(unittest.TestCase):
 			f.write("From: A <a@example.org>\nSubject: [PATCH] x: y\n\nbody\n---\n"
 				"diff --git a/drivers/x.c b/drivers/x.c\n--- a/drivers/x.c\n+++ b/drivers/x.c\n"
 				"@@ -1 +1,2 @@\n int a;\n+int  b ;\n")
-		st = fixes.checkpatch(KTREE, os.path.relpath(p), False)
+		st = gitrepo.checkpatch(KTREE, os.path.relpath(p), False)
 		self.assertRegex(st["status"], r"^\d+ errors, [1-9]\d* warnings", st)
 
 
@@ -329,21 +329,21 @@ class KconfigTest(unittest.TestCase):
 		t = self.tree({"drivers/Makefile": "obj-$(CONFIG_FOO_BUS) += foo/\n",
 			       "drivers/foo/Makefile": "obj-$(CONFIG_FOO) += a.o b.o \\\n\tc.o\n",
 			       "drivers/foo/c.c": ""})
-		self.assertEqual(fixes.kconfig_symbols(t, "drivers/foo/c.c"), ["CONFIG_FOO", "CONFIG_FOO_BUS"])
+		self.assertEqual(recipients.kconfig_symbols(t, "drivers/foo/c.c"), ["CONFIG_FOO", "CONFIG_FOO_BUS"])
 
 	def test_fixes_composite(self):
 		t = self.tree({"drivers/bar/Makefile": "obj-$(CONFIG_BAR) += bar.o\nbar-y := core.o\n"
 							 "bar-$(CONFIG_BAR_EXTRA) += extra.o\n"})
-		self.assertEqual(fixes.kconfig_symbols(t, "drivers/bar/core.c"), ["CONFIG_BAR"])
-		self.assertEqual(fixes.kconfig_symbols(t, "drivers/bar/extra.c"), ["CONFIG_BAR_EXTRA", "CONFIG_BAR"])
+		self.assertEqual(recipients.kconfig_symbols(t, "drivers/bar/core.c"), ["CONFIG_BAR"])
+		self.assertEqual(recipients.kconfig_symbols(t, "drivers/bar/extra.c"), ["CONFIG_BAR_EXTRA", "CONFIG_BAR"])
 
 	def test_fixes_subdir_without_makefile(self):
 		t = self.tree({"drivers/nfp/Makefile": "obj-$(CONFIG_NFP) += nfp.o\nnfp-objs := core/x.o\n"})
-		self.assertEqual(fixes.kconfig_symbols(t, "drivers/nfp/core/x.c"), ["CONFIG_NFP"])
+		self.assertEqual(recipients.kconfig_symbols(t, "drivers/nfp/core/x.c"), ["CONFIG_NFP"])
 
 	def test_fixes_always_built(self):
 		t = self.tree({"kernel/Makefile": "obj-y += sched.o\n"})
-		self.assertEqual(fixes.kconfig_symbols(t, "kernel/sched.c"), [])
+		self.assertEqual(recipients.kconfig_symbols(t, "kernel/sched.c"), [])
 
 
 class SectionTest(unittest.TestCase):
@@ -363,21 +363,21 @@ F:	*/
 """
 
 	def test_fixes_most_specific(self):
-		secs = fixes.parse_sections(self.TEXT)
+		secs = recipients.parse_sections(self.TEXT)
 		self.assertEqual([s["name"] for s in secs][:2], ["MEDIA INPUT INFRASTRUCTURE (V4L/DVB)",
 								  "SAA7164 VIDEO4LINUX DRIVER"])
-		self.assertEqual(fixes.most_specific(secs, "drivers/media/pci/saa7164/a.c")["name"],
+		self.assertEqual(recipients.most_specific(secs, "drivers/media/pci/saa7164/a.c")["name"],
 				 "SAA7164 VIDEO4LINUX DRIVER")
-		self.assertEqual(fixes.most_specific(secs, "drivers/media/usb/b.c")["name"],
+		self.assertEqual(recipients.most_specific(secs, "drivers/media/usb/b.c")["name"],
 				 "MEDIA INPUT INFRASTRUCTURE (V4L/DVB)")
-		self.assertEqual(fixes.most_specific(secs, "mm/x.c")["name"], "THE REST")
+		self.assertEqual(recipients.most_specific(secs, "mm/x.c")["name"], "THE REST")
 
 
 class TextTest(unittest.TestCase):
 	def test_fixes_chain_lines_wrap(self):
-		c = fixes.chain_text(["check_locality", "tpm_tis_read8", "data->phy_ops->read_bytes=tpm_tis_i2c_read_bytes",
+		c = changelog.chain_text(["check_locality", "tpm_tis_read8", "data->phy_ops->read_bytes=tpm_tis_i2c_read_bytes",
 				      "usleep_range"])
-		out = fixes.chain_lines(c)
+		out = changelog.chain_lines(c)
 		self.assertIn("(through data->phy_ops->read_bytes)", out)
 		self.assertTrue(all(len(x) <= 72 for x in out.splitlines()), out)
 
@@ -650,9 +650,9 @@ void baz_init(struct baz *b)
 		CS_SERIALIZE)': the chain line names the test by parameter."""
 		f = {"file": "drivers/foo/flags.c", "function": "flag_wait",
 		     "paths": [{"chain": ["take", "mutex_lock"], "needs": [[3, "bit", "F_SERIAL"]]}]}
-		self.assertEqual(fixes.unit_chains([f], self.tmp), ["take() -> mutex_lock() (only when flags has F_SERIAL)"])
-		self.assertEqual(fixes.unit_chains([f]), ["take() -> mutex_lock()"])
-		long = fixes.chain_lines("rpmsg_send_offchannel_raw(): mutex_lock() (only when src is not RPMSG_ADDR_ANY "
+		self.assertEqual(changelog.unit_chains([f], self.tmp), ["take() -> mutex_lock() (only when flags has F_SERIAL)"])
+		self.assertEqual(changelog.unit_chains([f]), ["take() -> mutex_lock()"])
+		long = changelog.chain_lines("rpmsg_send_offchannel_raw(): mutex_lock() (only when src is not RPMSG_ADDR_ANY "
 					 "and dst is not RPMSG_ADDR_ANY)")
 		self.assertTrue(all(len(x) <= 72 for x in long.split("\n")), long)
 		self.assertIn("dst is not RPMSG_ADDR_ANY)", long)
@@ -742,13 +742,13 @@ static const struct tty_operations sleepy_ops = { .open = sleepy_open, };
 
 
 	def test_unit_impls_from_the_chain(self):
-		self.assertEqual(fixes.unit_impls([self.FINDING]),
+		self.assertEqual(changelog.unit_impls([self.FINDING]),
 				 [("port->ops->carrier", "sleepy_carrier", "drivers/b/sleepy.c")])
 
 	def test_example_caller_reaches_the_sleeping_implementation(self):
 		# without the implementation, the nearest entry is quiet_open()
 		self.assertIn("quiet_open()", reach.reached_text(self.tmp, "drivers/tty/port.c", "port_block"))
-		items = [("drivers/tty/port.c", "port_block", (), fixes.unit_impls([self.FINDING]))]
+		items = [("drivers/tty/port.c", "port_block", (), changelog.unit_impls([self.FINDING]))]
 		t = " ".join(" ".join(reach.reached_sentences(self.tmp, items)).split())
 		self.assertNotIn("quiet", t)
 		self.assertIn("port_block() is called from the .open member of sleepy_ops (struct tty_operations) in "
@@ -783,7 +783,7 @@ class CommittedReachTest(unittest.TestCase):
 						if fp in byfp:
 							units.setdefault((byfp[fp]["file"], byfp[fp]["function"]), []).append(byfp[fp])
 					for (rel, func), fs in units.items():
-						impls = fixes.unit_impls(fs)
+						impls = changelog.unit_impls(fs)
 						if not impls or "%s() sleeps here only through" % func in text:
 							continue
 						m = re.search(r"\b%s\(\) is (?:called from|named|assigned) (.*?): " % re.escape(func), text)
@@ -809,20 +809,20 @@ class FirstTestTest(unittest.TestCase):
 				"} while (0)\n#define wait_event_cmd(wq_head, condition, cmd1, cmd2)\t\\\n"
 				"\t___wait_event(wq_head, condition, cmd1, cmd2)\n")
 		f = {"function": "phy_unregister", "shape": "wait_event", "primitive": "wait_event", "role": "cond"}
-		t = fixes.first_test_sentence(tmp, [f])
+		t = changelog.first_test_sentence(tmp, [f])
 		self.assertEqual(t, "wait_event() tests the condition once before it sets the task state "
 				 "(include/linux/wait.h), so the nested sleep runs only when the condition is false "
 				 "as phy_unregister() starts the wait.")
-		self.assertIsNone(fixes.first_test_sentence(tmp, [dict(f, primitive="wait_event_cmd")]))
-		self.assertIsNone(fixes.first_test_sentence(tmp, [dict(f, role="body")]))
+		self.assertIsNone(changelog.first_test_sentence(tmp, [dict(f, primitive="wait_event_cmd")]))
+		self.assertIsNone(changelog.first_test_sentence(tmp, [dict(f, role="body")]))
 		# several waits of one patch: said once (a reviewer counted five
 		# copies in acpi_dbg's changelog)
 		g = [("a", [f]), ("b", [dict(f, function="phy_close")]), ("c", [dict(f, primitive="wait_event_cmd")])]
-		self.assertEqual(fixes.first_test_sentences(tmp, g), [
+		self.assertEqual(changelog.first_test_sentences(tmp, g), [
 			"wait_event() tests the condition once before it sets the task state (include/linux/wait.h), so "
 			"each nested sleep runs only when the condition is false as its wait starts (phy_unregister(), "
 			"phy_close())."])
-		self.assertEqual(fixes.first_test_sentences(tmp, g[:1]), [t])
+		self.assertEqual(changelog.first_test_sentences(tmp, g[:1]), [t])
 
 
 class SeriesTest(unittest.TestCase):
@@ -891,7 +891,7 @@ class SeriesTest(unittest.TestCase):
 			self.assertIn("Found by nestsleep, a Coccinelle-based checker; not compiled or boot-tested.",
 				      body.replace("\n", " "))
 			self.assertIn("Generated by: cocci/nested_sleep.cocci", below.split("\ndiff --git")[0])
-			self.assertIn(fixes.NOT_TESTED, below.split("\ndiff --git")[0].replace("\n", " "))
+			self.assertIn(changelog_tested.NOT_TESTED, below.split("\ndiff --git")[0].replace("\n", " "))
 			self.assertNotIn("()()", body)
 			# no line numbers in the changelog but the queue wakers', each
 			# read back as a wake_up*() on the wait's queue

@@ -13,7 +13,8 @@ import tempfile
 import unittest
 
 from nestsleep import TOP, cache_dir
-from nestsleep.series import series as fixes
+from nestsleep.series import changelog, recipients, records, subjects
+from nestsleep.series.text import noline
 from nestsleep.series import effect
 
 T61 = os.path.join(cache_dir(), "linux-source-6.1")
@@ -155,7 +156,7 @@ class FixtureSeries(unittest.TestCase):
 		self.assertEqual(r.returncode, 0, r.stderr)
 		man, ps = self.patches()
 		fp = ps[0]["fingerprints"][0]
-		code = fixes.code_digest([os.path.join(self.out, ps[0]["patch"])])
+		code = records.code_digest([os.path.join(self.out, ps[0]["patch"])])
 		with open(os.path.join(self.out, "boottest.json"), "w") as f:
 			json.dump({"results": {fp: {"status": "ok", "build": "ok", "boot": "ok", "exercised": True,
 						    "exerciser": "kernel-boot/exercise/x.sh", "applied_after": [], "code": code,
@@ -197,7 +198,7 @@ class FixtureSeries(unittest.TestCase):
 		fp = ps[0]["fingerprints"][0]
 		path = os.path.join(self.out, ps[0]["patch"])
 		rec = {"status": "ok", "build": "ok", "boot": "ok", "exercised": False, "applied_after": [],
-		       "code": fixes.code_digest([path])}
+		       "code": records.code_digest([path])}
 		bp = os.path.join(self.out, "boottest.json")
 		run = lambda: subprocess.run(["/usr/bin/python3", "-m", "nestsleep", "retest", self.out],
 					     capture_output=True, text=True, env=clean_env(self.tmp), timeout=300)
@@ -207,7 +208,7 @@ class FixtureSeries(unittest.TestCase):
 		man, ps = self.patches()
 		self.assertIn("booted with no new splat", ps[0]["tested_text"])
 		# the changelog is not code: rewriting it keeps the digest
-		self.assertEqual(fixes.code_digest([path]), rec["code"])
+		self.assertEqual(records.code_digest([path]), rec["code"])
 		with open(bp, "w") as f:
 			json.dump({"results": {fp: dict(rec, code="0" * 16)}}, f)
 		self.assertEqual(run().returncode, 0)
@@ -230,7 +231,7 @@ class FixtureSeries(unittest.TestCase):
 		man, ps = self.patches()
 		fp = ps[0]["fingerprints"][0]
 		rec = {"status": "ok", "build": "ok", "boot": "ok", "exercised": False, "applied_after": []}
-		for code, claimed in (("0" * 16, False), (fixes.code_digest([os.path.join(self.out, ps[0]["patch"])]), True)):
+		for code, claimed in (("0" * 16, False), (records.code_digest([os.path.join(self.out, ps[0]["patch"])]), True)):
 			with open(os.path.join(self.out, "boottest.json"), "w") as f:
 				json.dump({"results": {fp: dict(rec, code=code)}}, f)
 			r = self.run_fixes("--confidence", "low")
@@ -392,7 +393,7 @@ class EffectTest(unittest.TestCase):
 		self.assertIn("no wakeup is lost", t)
 
 	def test_no_line_numbers(self):
-		self.assertEqual(fixes.noline("the wait loop on line 282 leaves; see drivers/x.c:12 and core.c:3"),
+		self.assertEqual(noline("the wait loop on line 282 leaves; see drivers/x.c:12 and core.c:3"),
 				 "the wait loop leaves; see drivers/x.c and core.c")
 
 	def test_silent(self):
@@ -407,9 +408,9 @@ class EffectTest(unittest.TestCase):
 
 class PrefixTableTest(unittest.TestCase):
 	def test_prefix_fixes(self):
-		self.assertEqual(fixes.path_prefix("drivers/cdx/controller/mcdi.c"), "cdx:")
-		self.assertEqual(fixes.path_prefix("drivers/mtd/spi-nor/core.c"), "mtd: spi-nor:")
-		self.assertEqual(fixes.path_prefix("drivers/media/radio/radio-cadet.c"), "media: radio-cadet:")
+		self.assertEqual(subjects.path_prefix("drivers/cdx/controller/mcdi.c"), "cdx:")
+		self.assertEqual(subjects.path_prefix("drivers/mtd/spi-nor/core.c"), "mtd: spi-nor:")
+		self.assertEqual(subjects.path_prefix("drivers/media/radio/radio-cadet.c"), "media: radio-cadet:")
 
 	def test_table_covers_committed_series(self):
 		n = 0
@@ -418,7 +419,7 @@ class PrefixTableTest(unittest.TestCase):
 			for s in man["series"]:
 				for p in s["patches"]:
 					for rel in p["files"]:
-						self.assertIsNotNone(fixes.table_prefix(rel), rel)
+						self.assertIsNotNone(subjects.table_prefix(rel), rel)
 						n += 1
 		self.assertGreater(n, 0)
 
@@ -427,14 +428,14 @@ class RecipientsTest(unittest.TestCase):
 	def test_every_section(self):
 		if not os.path.isfile(os.path.join(T612, "scripts", "get_maintainer.pl")):
 			self.skipTest("no 6.12 tree")
-		to, cc = fixes.recipients(T612, ["drivers/net/xen-netfront.c"])
+		to, cc = recipients.recipients(T612, ["drivers/net/xen-netfront.c"])
 		self.assertIn("netdev@vger.kernel.org", cc)
 		self.assertIn("xen-devel@lists.xenproject.org", " ".join(cc))
 		# NETWORKING DRIVERS' maintainers, not only XEN's
 		self.assertTrue(any("davem@davemloft.net" in x for x in to), to)
 		self.assertFalse(set(to) & set(cc))
 		# a section name with parentheses: MEMORY TECHNOLOGY DEVICES (MTD)
-		to, cc = fixes.recipients(T612, ["drivers/mtd/spi-nor/core.c"])
+		to, cc = recipients.recipients(T612, ["drivers/mtd/spi-nor/core.c"])
 		self.assertTrue(any("miquel.raynal@bootlin.com" in x for x in to), to)
 		self.assertIn("linux-mtd@lists.infradead.org", cc)
 
@@ -443,9 +444,9 @@ class NetPrefixTest(unittest.TestCase):
 	def test_fixes_go_to_the_fixes_tree(self):
 		# every patch fixes a bug: [PATCH net] (maintainer-netdev.rst), with
 		# or without a Fixes: tag found here; the notes say what to name
-		row = [r for r in fixes.TREE_TAGS if r["name"] == "netdev"][0]
-		self.assertEqual(fixes.subject_prefix(row), "PATCH net")
-		self.assertEqual(fixes.subject_prefix(None), "PATCH")
+		row = [r for r in recipients.TREE_TAGS if r["name"] == "netdev"][0]
+		self.assertEqual(recipients.subject_prefix(row), "PATCH net")
+		self.assertEqual(recipients.subject_prefix(None), "PATCH")
 
 
 class FixesTagTest(unittest.TestCase):
@@ -474,7 +475,7 @@ class FixesTagTest(unittest.TestCase):
 		old = dict(os.environ)
 		os.environ.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
 		try:
-			tag = fixes.fixes_tag(tmp, unit)
+			tag = changelog.fixes_tag(tmp, unit)
 		finally:
 			os.environ.clear()
 			os.environ.update(old)

@@ -11,7 +11,7 @@ import tempfile
 import unittest
 
 from nestsleep.series import effect
-from nestsleep.series import series as fixes
+from nestsleep.series import changelog, changelog_tested, records, subjects
 from nestsleep.series import passes
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -45,14 +45,14 @@ class LoopStateTest(unittest.TestCase):
 
 	def test_call_across_lines(self):
 		f = {"file": "drivers/x/x.c", "line": 4, "primitive": "prepare_to_wait"}
-		self.assertEqual(fixes.finding_state(self.kdir, f, {}), ("TASK_INTERRUPTIBLE", "1"))
+		self.assertEqual(changelog.finding_state(self.kdir, f, {}), ("TASK_INTERRUPTIBLE", "1"))
 		f = {"file": "drivers/x/x.c", "line": 10, "primitive": "set_current_state"}
-		self.assertEqual(fixes.finding_state(self.kdir, f, {}), ("TASK_KILLABLE", "102"))
+		self.assertEqual(changelog.finding_state(self.kdir, f, {}), ("TASK_KILLABLE", "102"))
 
 	def test_unknown_state_prints_no_placeholder(self):
 		f = {"file": "drivers/x/x.c", "line": 6, "primitive": "prepare_to_wait"}
-		self.assertEqual(fixes.finding_state(self.kdir, f, {}), (None, None))
-		t = " ".join(fixes.effect_paragraphs([{"shape": "prepare_to_wait", "how": "warns", "state": None,
+		self.assertEqual(changelog.finding_state(self.kdir, f, {}), (None, None))
+		t = " ".join(changelog.effect_paragraphs([{"shape": "prepare_to_wait", "how": "warns", "state": None,
 							"fingerprints": ["fp"]}], {}))
 		self.assertNotIn("state=?", t)
 		self.assertIn("CONFIG_DEBUG_ATOMIC_SLEEP=y", t)
@@ -68,7 +68,7 @@ class SameSubjectTest(unittest.TestCase):
 		gs = [self.group("fops_read", "drivers/media/pci/saa7164/saa7164-encoder.c"),
 		      self.group("fops_read", "drivers/media/pci/saa7164/saa7164-vbi.c"),
 		      self.group("other_read", "drivers/media/pci/saa7164/saa7164-vbi.c")]
-		subs = fixes.series_subjects(["media: saa7164:"] * 3, gs)
+		subs = subjects.series_subjects(["media: saa7164:"] * 3, gs)
 		self.assertEqual(subs, ["media: saa7164: fix nested sleep in fops_read() of saa7164-encoder.c",
 					"media: saa7164: fix nested sleep in fops_read() of saa7164-vbi.c",
 					"media: saa7164: fix nested sleep in other_read()"])
@@ -77,7 +77,7 @@ class SameSubjectTest(unittest.TestCase):
 	def test_too_long_names_the_file_only(self):
 		f = "drivers/x/long_driver_file.c"
 		gs = [self.group("a_rather_long_read_function_name", f), self.group("a_rather_long_read_function_name", f)]
-		subs = fixes.series_subjects(["staging: something:"] * 2, gs)
+		subs = subjects.series_subjects(["staging: something:"] * 2, gs)
 		self.assertEqual(subs, ["staging: something: fix nested sleep in long_driver_file.c"] * 2)
 
 
@@ -94,7 +94,7 @@ class FoundLineTest(unittest.TestCase):
 
 	def line(self, *recs):
 		records = {"fp%d" % i: dict(r, function="f%d" % i) for i, r in enumerate(recs)}
-		return " ".join(fixes.found_line(list(records), records).split())
+		return " ".join(changelog_tested.found_line(list(records), records).split())
 
 	def test_reproduced_only_when_a_boot_warned(self):
 		self.assertEqual(self.line({"build": BUILT, "boot": dict(BOOTED, reproduced=True, warning_gone=True,
@@ -109,7 +109,7 @@ class FoundLineTest(unittest.TestCase):
 				 "path was not exercised.")
 
 	def test_built_only(self):
-		stale = {"status": "not run", "build": "not run", "boot": "not run", "reason": fixes.STALE}
+		stale = {"status": "not run", "build": "not run", "boot": "not run", "reason": records.STALE}
 		self.assertEqual(self.line({"build": BUILT, "boot": stale}),
 				 "Found by nestsleep, a Coccinelle-based checker; build-tested only (x86_64 allmodconfig).")
 		self.assertEqual(self.line({"build": BUILT_PPC, "boot": {"status": "config failed", "reason": "x"}}),
@@ -145,15 +145,15 @@ class FoundLineTest(unittest.TestCase):
 		self.assertNotIn("reproduced", t)
 		self.assertIn("a missed wakeup prints no warning", t)
 		records = {"fp": dict(rec, function="f")}
-		self.assertNotIn("warned", fixes.tested_paragraph(["fp"], records))
+		self.assertNotIn("warned", changelog_tested.tested_paragraph(["fp"], records))
 
 	def test_missed_wakeup_status_claims_no_reproduction(self):
 		"""The short statuses series.json and the triage index show."""
 		b = dict(BOOTED, reproduced=True, warning_gone=True, baseline_hits=["x"])
-		self.assertEqual(fixes.boot_status(b, "", "missed_wakeup"),
+		self.assertEqual(records.boot_status(b, "", "missed_wakeup"),
 				 "compiled, booted (a missed wakeup prints no warning)")
-		self.assertIn("reproduced", fixes.boot_status(b, ""))
-		st = fixes.patch_status(["fp"], {"fp": {"kind": "missed_wakeup", "build": BUILT, "boot": b}})
+		self.assertIn("reproduced", records.boot_status(b, ""))
+		st = records.patch_status(["fp"], {"fp": {"kind": "missed_wakeup", "build": BUILT, "boot": b}})
 		self.assertNotIn("reproduced", st)
 
 	def test_no_tool_paths(self):
@@ -167,7 +167,7 @@ class BelowDashesTest(unittest.TestCase):
 		 "--- a/drivers/x.c\n+++ b/drivers/x.c\n@@ -1 +1 @@\n-a\n+b\n-- \n2.39.5\n")
 
 	def test_notes_go_after_the_dashes(self):
-		out = fixes.below_dashes(self.PATCH, "Tested with kernel-boot/exercise/x.sh.")
+		out = changelog.below_dashes(self.PATCH, "Tested with kernel-boot/exercise/x.sh.")
 		msg, rest = out.split("\n---\n", 1)
 		self.assertEqual(msg, "From 1 Mon Sep 17 00:00:00 2001\nSubject: [PATCH] x: fix\n\nBody.")
 		self.assertTrue(rest.startswith("Tested with kernel-boot/exercise/x.sh.\n\n drivers/x.c | 1 +\n"), rest)

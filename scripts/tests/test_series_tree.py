@@ -12,7 +12,7 @@ import tempfile
 import unittest
 
 from nestsleep import TOP
-from nestsleep.series import series as fixes
+from nestsleep.series import recipients
 from test_series_git import T61, T612, TREES, read, read_json, clean_env, git, am_series, fixture_tree
 
 NETDEV = """NETWORKING DRIVERS
@@ -65,29 +65,29 @@ F:	*/
 
 def secs(*blocks):
 	"""get_maintainer.pl --sections output: the most specific first."""
-	return fixes.parse_sections("\n".join(blocks))
+	return recipients.parse_sections("\n".join(blocks))
 
 
 class TreeTagTest(unittest.TestCase):
 	def test_netdev_section(self):
-		row = fixes.tree_row(secs(NETDEV, REST))
+		row = recipients.tree_row(secs(NETDEV, REST))
 		self.assertEqual(row["name"], "netdev")
-		self.assertEqual(fixes.subject_prefix(row), "PATCH net")
+		self.assertEqual(recipients.subject_prefix(row), "PATCH net")
 
 	def test_xen_netfront_goes_through_netdev(self):
 		# the most specific section names a tree of no row: the next does
-		self.assertEqual(fixes.tree_row(secs(XEN, NETDEV, REST))["fixes"], "net")
+		self.assertEqual(recipients.tree_row(secs(XEN, NETDEV, REST))["fixes"], "net")
 
 	def test_wireless_section(self):
 		# netdev covers net/ too (6.1), but 802.11 is more specific
-		row = fixes.tree_row(secs(WIRELESS, NETGEN, REST))
+		row = recipients.tree_row(secs(WIRELESS, NETGEN, REST))
 		self.assertEqual(row["name"], "wireless")
-		self.assertEqual(fixes.subject_prefix(row), "PATCH wireless")
+		self.assertEqual(recipients.subject_prefix(row), "PATCH wireless")
 
 	def test_tty_section_has_no_tag(self):
 		# a T: line does not make a tag
-		self.assertIsNone(fixes.tree_row(secs(TTY, REST)))
-		self.assertEqual(fixes.subject_prefix(None), "PATCH")
+		self.assertIsNone(recipients.tree_row(secs(TTY, REST)))
+		self.assertEqual(recipients.subject_prefix(None), "PATCH")
 
 	def test_table_rows_have_sources(self):
 		with open(os.path.join(TOP, "scripts", "nestsleep", "series", "tree_tags.json")) as f:
@@ -110,13 +110,13 @@ class TreeTagTest(unittest.TestCase):
 	def test_real_trees(self):
 		if not (os.path.isfile(os.path.join(T61, "MAINTAINERS")) and os.path.isfile(os.path.join(T612, "MAINTAINERS"))):
 			self.skipTest("no trees")
-		self.assertEqual(fixes.tree_of(T612, ["net/ieee802154/socket.c"])["fixes"], "wpan")
-		self.assertEqual(fixes.tree_of(T61, ["net/ieee802154/socket.c"])["fixes"], "wpan")
-		self.assertEqual(fixes.tree_of(T61, ["net/wireless/core.c"])["fixes"], "wireless")
-		self.assertEqual(fixes.tree_of(T612, ["net/wireless/core.c"])["fixes"], "wireless")
-		self.assertEqual(fixes.tree_of(T612, ["drivers/net/xen-netfront.c"])["fixes"], "net")
-		self.assertIsNone(fixes.tree_of(T612, ["drivers/tty/tty_port.c"]))
-		self.assertIsNone(fixes.tree_of(T612, ["drivers/media/pci/saa7164/saa7164-encoder.c"]))
+		self.assertEqual(recipients.tree_of(T612, ["net/ieee802154/socket.c"])["fixes"], "wpan")
+		self.assertEqual(recipients.tree_of(T61, ["net/ieee802154/socket.c"])["fixes"], "wpan")
+		self.assertEqual(recipients.tree_of(T61, ["net/wireless/core.c"])["fixes"], "wireless")
+		self.assertEqual(recipients.tree_of(T612, ["net/wireless/core.c"])["fixes"], "wireless")
+		self.assertEqual(recipients.tree_of(T612, ["drivers/net/xen-netfront.c"])["fixes"], "net")
+		self.assertIsNone(recipients.tree_of(T612, ["drivers/tty/tty_port.c"]))
+		self.assertIsNone(recipients.tree_of(T612, ["drivers/media/pci/saa7164/saa7164-encoder.c"]))
 
 
 class OnePatchTest(unittest.TestCase):
@@ -185,12 +185,12 @@ class NobodyAddressedTest(unittest.TestCase):
 
 	def test_parent_section_without_git(self):
 		kdir = fake_tree(self.tmp, False)
-		r = fixes.find_recipients(kdir, ["drivers/cdx/controller/mcdi.c"])
+		r = recipients.find_recipients(kdir, ["drivers/cdx/controller/mcdi.c"])
 		self.assertTrue(any("nipun.gupta@amd.com" in x for x in r["to"]), r)
 		self.assertIn("linux-kernel@vger.kernel.org", " ".join(r["cc"]))
 		self.assertIn("drivers/cdx", r["how"])
 		self.assertIn("AMD CDX BUS DRIVER", r["how"])
-		sec = fixes.section_of(kdir, "drivers/cdx/controller/mcdi.c", {})
+		sec = recipients.section_of(kdir, "drivers/cdx/controller/mcdi.c", {})
 		self.assertEqual(sec["name"], "AMD CDX BUS DRIVER")
 
 	def test_git_log_with_git(self):
@@ -198,7 +198,7 @@ class NobodyAddressedTest(unittest.TestCase):
 		old = dict(os.environ)
 		os.environ.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
 		try:
-			r = fixes.find_recipients(kdir, ["drivers/cdx/controller/mcdi.c"])
+			r = recipients.find_recipients(kdir, ["drivers/cdx/controller/mcdi.c"])
 		finally:
 			os.environ.clear()
 			os.environ.update(old)
@@ -207,12 +207,12 @@ class NobodyAddressedTest(unittest.TestCase):
 
 	def test_section_name_with_parentheses(self):
 		# (maintainer:802.11 (including CFG80211/NL80211))
-		r = fixes.find_recipients(T612, ["net/wireless/core.c"])
+		r = recipients.find_recipients(T612, ["net/wireless/core.c"])
 		self.assertTrue(any("johannes@sipsolutions.net" in x for x in r["to"]), r)
 		self.assertIn("802.11 (including CFG80211/NL80211)", r["how"])
 
 	def test_cdx_in_612(self):
-		r = fixes.find_recipients(T612, ["drivers/cdx/controller/mcdi.c"])
+		r = recipients.find_recipients(T612, ["drivers/cdx/controller/mcdi.c"])
 		self.assertTrue(any("nipun.gupta@amd.com" in x for x in r["to"]), r)
 
 
@@ -234,7 +234,7 @@ class CommittedSeriesTreeTest(unittest.TestCase):
 			out = os.path.join(TOP, "reports", "fixes", tid)
 			man = read_json(os.path.join(out, "series.json"))
 			for s in man["series"]:
-				want = fixes.subject_prefix(fixes.tree_of(tree, s["files"]))
+				want = recipients.subject_prefix(recipients.tree_of(tree, s["files"]))
 				one = len(s["patches"]) == 1
 				if one and any(x.startswith("0000-") for x in os.listdir(os.path.join(out, s["dir"]))):
 					bad.append("%s/%s: a cover letter for one patch" % (tid, s["dir"]))

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""The wakers a changelog lists (series.series.waker_items): every listed
-file:line must hold a wake_up*() on the queue of the patch's wait."""
+"""The wakers a changelog lists (series.changelog_wakers.waker_items):
+every listed file:line must hold a wake_up*() on the queue of the patch's
+wait."""
 
 import glob
 import os
@@ -10,7 +11,7 @@ import tempfile
 import unittest
 
 from nestsleep import TOP, cache_dir
-from nestsleep.series import series as fixes
+from nestsleep.series import changelog, changelog_missed, changelog_wakers, subjects
 
 WAKE_CALL = re.compile(r"\b(?:__)?wake_up\w*\s*\(")
 IDENT = r"[A-Za-z_]\w*"
@@ -203,7 +204,7 @@ class WakerChangelogTest(unittest.TestCase):
 			"right_mode": True}
 
 	def changelog(self, f):
-		body = fixes.changelog(self.kdir, [("foo_remove", [f])], fixes.waiters(), {}, "", [])
+		body = changelog.changelog(self.kdir, [("foo_remove", [f])], changelog.waiters(), {}, "", [])
 		return body, "Subject: [PATCH] foo\n\n" + body + "\n---\n" + f["fix"]["diff"]
 
 	def flat(self, text):
@@ -221,7 +222,7 @@ class WakerChangelogTest(unittest.TestCase):
 		# the tool's own search result goes below '---', not in the message
 		self.assertNotIn("no waker to convert was found", self.flat(body))
 		self.assertIn("Wakers: no waker to convert was found", " ".join(
-			fixes.tool_notes(self.kdir, [("foo_remove", [self.finding(self.all_wakers())])])))
+			changelog.tool_notes(self.kdir, [("foo_remove", [self.finding(self.all_wakers())])])))
 		listed, problems = check_listed_wakers(patch, self.kdir)
 		self.assertEqual(problems, [])
 		self.assertEqual(listed, [at("\twake_up(&dev->wq);"), at("\twake_up_all(")])
@@ -251,7 +252,7 @@ class WakerChangelogTest(unittest.TestCase):
 		for both, not one each (a round-2 reviewer's nit)."""
 		first = self.finding(self.all_wakers()[:1])
 		second = dict(self.finding(self.all_wakers(), [self.writer()]), line=first["line"] + 1)
-		body = self.flat(fixes.changelog(self.kdir, [("foo_remove", [first, second])], fixes.waiters(), {}, "", []))
+		body = self.flat(changelog.changelog(self.kdir, [("foo_remove", [first, second])], changelog.waiters(), {}, "", []))
 		self.assertEqual(body.count("Wakers:"), 1, body)
 		self.assertIn("Wakers: its two waits are woken by wake_up(&dev->wq) in foo_release() (%s) when users "
 			      "drops, and by wake_up_all(&dev->wq) in foo_kick() (%s); these wake wait_woken() too." % (
@@ -279,14 +280,14 @@ class WakerChangelogTest(unittest.TestCase):
 
 	def test_old_sentence_goes_callers_not_followed_stay(self):
 		c = OLD + "; callers of foo_probe() not followed (more than 40)"
-		self.assertEqual(fixes.without_old_waker_sentence(c), OLD.split(" The wake_up*()")[0] +
+		self.assertEqual(changelog_wakers.without_old_waker_sentence(c), OLD.split(" The wake_up*()")[0] +
 				 " Callers of foo_probe() not followed (more than 40)")
 		# without a wakers record the fixer's sentence stays, below '---'
 		f = self.finding([])
 		del f["wakers"]
 		body, _ = self.changelog(f)
 		self.assertNotIn("is not checked", self.flat(body))
-		self.assertIn("is not checked", " ".join(fixes.tool_notes(self.kdir, [("foo_remove", [f])])))
+		self.assertIn("is not checked", " ".join(changelog.tool_notes(self.kdir, [("foo_remove", [f])])))
 
 	def test_check_listed_wakers_catches_another_queue(self):
 		patch = "Wakers: wake_up(&dev->other_wq) in foo_other() (%s).\n---\n%s" % (
@@ -404,7 +405,7 @@ class MissedChangelogTest(unittest.TestCase):
 		}
 
 	def body(self, f):
-		return fixes.changelog(self.kdir, [("bar_unlock", [f])], fixes.waiters(), {}, "", [])
+		return changelog.changelog(self.kdir, [("bar_unlock", [f])], changelog.waiters(), {}, "", [])
 
 	def test_wrong_mode_changelog(self):
 		exit_at = mat("\twake_up(&bar_io.wait);")
@@ -437,21 +438,21 @@ class MissedChangelogTest(unittest.TestCase):
 		m = self.finding([])
 		wait = {"file": MREL, "line": int(m["wait_at"].split(":")[1]), "function": "bar_release"}
 		subjects = ["bar: fix nested sleep in bar_release()", "bar: fix missed wakeup in bar_unlock()", "bar: x"]
-		later = fixes.missed_later(self.kdir, [[("bar_release", [wait])], [("bar_unlock", [m])], []], subjects)
+		later = changelog_missed.missed_later(self.kdir, [[("bar_release", [wait])], [("bar_unlock", [m])], []], subjects)
 		what = ("bar_unlock() clears bar_io.flags, which ends the !bar_busy() wait, but wakes it only with "
 			"wake_up_interruptible(), which does not wake TASK_UNINTERRUPTIBLE")
 		self.assertEqual(later, [{m["wait_at"]: (what, subjects[1])}, {}, {}])
 		wait["fix"] = {"kind": "wait_event"}
-		self.assertEqual(fixes.waker_items(self.kdir, [wait], later[0]),
+		self.assertEqual(changelog_wakers.waker_items(self.kdir, [wait], later[0]),
 				 ["%s; \"%s\", later in this series, fixes that." % (what, subjects[1])])
-		self.assertEqual(fixes.waker_items(self.kdir, [wait], later[1]), [])
+		self.assertEqual(changelog_wakers.waker_items(self.kdir, [wait], later[1]), [])
 
 	def test_no_other_waker(self):
 		flat = re.sub(r"\s+", " ", self.body(self.finding([])))
 		self.assertIn("no other wakeup of bar_io.wait that wakes TASK_UNINTERRUPTIBLE was found", flat)
 
 	def test_subject(self):
-		self.assertEqual(fixes.subject_core("bar:", [("bar_unlock", [self.finding([])])]),
+		self.assertEqual(subjects.subject_core("bar:", [("bar_unlock", [self.finding([])])]),
 				 "bar: fix missed wakeup in bar_unlock()")
 
 

@@ -67,7 +67,7 @@ from nestsleep import exercisers as nestsleep_exercisers
 from nestsleep import ktree
 from nestsleep.boot import use_cache
 from nestsleep.common import run_user
-from nestsleep.series import series
+from nestsleep.series import records
 from nsboot import cache_root
 from nsboot import config as nsboot_config
 from nsboot import kernel as nsboot_kernel
@@ -778,11 +778,11 @@ def run(ns) -> int:
 			if per_fp is None:
 				return 1
 			# which code was booted: retest keeps the record only for it
-			rec['code'] = series.code_digest(paths)
+			rec['code'] = records.code_digest(paths)
 			record(results, p, rec, per_fp)
 			save(bp, kdir, results)
 	save(bp, kdir, results, round(time.monotonic() - t0))
-	retested = run_user(lambda d: series.retest(d, None, kdir), out, "fixes")
+	retested = run_user(lambda d: records.retest(d, None, kdir), out, "fixes")
 	tested = [fp for fp, r2 in results.items() if r2.get('status') != 'no patch']
 	ok = [fp for fp in tested if results[fp].get('status') == 'ok']
 	print('nsboot: boottest: %d of %d tested findings booted clean; results in %s' % (len(ok), len(tested), bp))

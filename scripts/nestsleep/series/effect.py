@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""What a nested sleep does, said once for the changelogs (series.py) and
+"""What a nested sleep does, said once for the changelogs (changelog.py) and
 the triage reports (triage/reports.py): only what the code shape implies,
 and a warning quoted only when a boot printed it.
 

@@ -17,12 +17,12 @@ queue that do wake the waiter's state ("others"); "missed" says which case:
   unwoken     no wakeup of the queue follows the write in the writer or in
               a caller
 
-The effect sentence is the patch changelog's (series.sleeps_on())."""
+The effect sentence is the patch changelog's (changelog_missed.sleeps_on())."""
 
 import os
 import re
 
-from nestsleep.series import series as fixes
+from nestsleep.series import changelog_missed
 
 MISSED_CONFIDENCE = (
 	"missed wakeups are reported at medium until hand labels say otherwise: the rule takes a wakeup as "
@@ -167,7 +167,7 @@ def effect(kdir, f):
 	"""Why it matters: the waiter sleeps on until another wakeup, or for
 	good (the changelog's sentence)."""
 	w = wait_of(f)
-	rest = fixes.sleeps_on(kdir, w) if w["others"] is not None else \
+	rest = changelog_missed.sleeps_on(kdir, w) if w["others"] is not None else \
 		"whether another wakeup of %s wakes it: %s." % (queue_shown(w), NOT_RECORDED)
 	return "The waiter in %s() sleeps in %s on %s, and this write is not followed by a wakeup that wakes it: %s" % (
 		w["function"], w["state"], queue_shown(w), rest)

@@ -46,6 +46,7 @@ from nestsleep import TOP, VERSION, cache_dir
 from nestsleep import exercisers
 from nestsleep.common import UserError, source_date
 from nestsleep.knowledge import Knowledge
+from nestsleep.series import changelog, recipients, records
 from nestsleep.series import series as fixes
 from nestsleep.series import effect
 from nestsleep.triage import heldout as heldout_mod
@@ -197,7 +198,7 @@ def warning_text(f, kdir="", observed=None):
 			"reported as \"BUG: sleeping function called from invalid context\".")
 	if is_missed(f):
 		return missed_effect(kdir, f)
-	_, hexs = fixes.finding_state(kdir, f, fixes.waiters())
+	_, hexs = changelog.finding_state(kdir, f, changelog.waiters())
 	return effect.effect_text(f["shape"], "warns" if f["effect"] == "warns" else "silent", hexs, observed,
 				  blocks=f.get("blocks", True))
 
@@ -475,7 +476,7 @@ def build(a):
 					st = p.get("test_status", "not tested")
 					if fp in boot and isinstance(boot[fp], dict):
 						st = boot_status(boot[fp], st, p.get("kind", ""))
-					obs = fixes.observed_warning([fp], man.get("tests", {}))
+					obs = changelog.observed_warning([fp], man.get("tests", {}))
 					if obs is None and isinstance(boot.get(fp), dict) and boot[fp].get("baseline_hits"):
 						obs = boot[fp]["baseline_hits"][0]
 					if missed:
@@ -490,7 +491,7 @@ def build(a):
 	seccache = {}
 	recs = []
 	for f in findings:
-		sec = fixes.section_of(kdir, f["file"], seccache)
+		sec = recipients.section_of(kdir, f["file"], seccache)
 		lab = labels.get(f["fingerprint"], {})
 		fx = f.get("fix") or {}
 		rec = dict(f)
@@ -648,7 +649,7 @@ def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, ha
 	return "\n".join(L) + "\n"
 
 
-boot_status = fixes.boot_status
+boot_status = records.boot_status
 
 
 # ---------------------------------------------------------------------------
