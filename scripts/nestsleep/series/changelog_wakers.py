@@ -100,19 +100,20 @@ def waker_shown(kdir, f, files):
 
 
 def woken_sentence(shown, waits=1):
-	"""'Wakers: the wait is woken by X in f() (file:line) when n drops;
-	it wakes wait_woken() too.' for the shown wakers of one wait, or of
-	the waits of one function (waits > 1)."""
+	"""'Wakers: the wakeups of the wait include X in f() (file:line) when
+	n drops; it wakes wait_woken() too.' for the shown wakers of one
+	wait, or of the waits of one function (waits > 1).  'include': the
+	search may miss a waker (a queue reached through another struct, as
+	drbd's wake_up_all_devices()), so no list is said to be complete and
+	no count is claimed."""
 	named = ["%s in %s() (%s)%s" % (call, fn, at, " when " + " or ".join(whens[:2]) if whens else "")
 		 for call, fn, at, whens in shown[:MAX_WAKERS]]
-	head = "by " + named[0]
+	head = named[0]
 	for i, x in enumerate(named[1:]):
-		head += (", and by " if i == len(named) - 2 else ", by ") + x
-	# the search may miss wakers (a queue reached through another struct):
-	# say there are others, claim no count
-	return "Wakers: %s%s woken %s; %s wake%s wait_woken() too." % (
-		"among others, " if len(shown) > len(named) else "",
-		"the wait is" if waits == 1 else "its %s waits are" % NUMBERS.get(waits, str(waits)), head,
+		head += (", and " if i == len(named) - 2 else ", ") + x
+	return "Wakers: the wakeups of %s include %s%s; %s wake%s wait_woken() too." % (
+		"the wait" if waits == 1 else "its %s waits" % NUMBERS.get(waits, str(waits)), head,
+		", among others" if len(shown) > len(named) else "",
 		"these" if len(shown) > 1 else "it", "" if len(shown) > 1 else "s")
 
 
