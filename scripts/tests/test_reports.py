@@ -23,6 +23,19 @@ OASIS_SCHEMA = os.path.join(TOP, "fixtures", "triage", "sarif-2.1.0-rtm.5.schema
 FIXTURE_FINDINGS = 38
 
 
+def triage_tree(prefix):
+	"""(tmp dir, tree in it, env): a tree whose drivers/dev/dev.c is
+	fixtures/patch/wait_event_rewrite.c, and a test cache."""
+	tmp = tempfile.mkdtemp(prefix=prefix)
+	kdir = os.path.join(tmp, "tree")
+	os.makedirs(os.path.join(kdir, "drivers", "dev"))
+	shutil.copy(os.path.join(TOP, "fixtures", "patch", "wait_event_rewrite.c"),
+		    os.path.join(kdir, "drivers", "dev", "dev.c"))
+	with open(os.path.join(kdir, "Makefile"), "w") as f:
+		f.write("VERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 99\n")
+	return tmp, kdir, dict(os.environ, NESTSLEEP_CACHE=os.path.join(cache_dir(), "test-cache"))
+
+
 def read(p):
 	with open(p) as f:
 		return f.read()
@@ -99,14 +112,7 @@ class TriageTest(unittest.TestCase):
 	@classmethod
 	def setUpClass(cls):
 		"""One report set, shared by the tests of this class."""
-		cls.tmp = tempfile.mkdtemp(prefix="nestsleep-triage-test-")
-		cls.kdir = os.path.join(cls.tmp, "tree")
-		os.makedirs(os.path.join(cls.kdir, "drivers", "dev"))
-		shutil.copy(os.path.join(TOP, "fixtures", "patch", "wait_event_rewrite.c"),
-			    os.path.join(cls.kdir, "drivers", "dev", "dev.c"))
-		with open(os.path.join(cls.kdir, "Makefile"), "w") as f:
-			f.write("VERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 99\n")
-		cls.env = dict(os.environ, NESTSLEEP_CACHE=os.path.join(cache_dir(), "test-cache"))
+		cls.tmp, cls.kdir, cls.env = triage_tree("nestsleep-triage-test-")
 		cls.out = os.path.join(cls.tmp, "out")
 		cls.r = cls.triage(["--out", cls.out, "--labels", os.path.join(cls.tmp, "none.json")])
 

@@ -14,9 +14,10 @@ import tempfile
 import time
 import unittest
 
-from nestsleep import TOP, cache_dir
+from nestsleep import TOP
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_reports import triage_tree  # noqa: E402
 from test_series_git import clean_env, fixture_tree  # noqa: E402
 
 EPOCH = "1700000000"
@@ -167,14 +168,7 @@ class TriageReproducible(unittest.TestCase):
 
 	@classmethod
 	def setUpClass(cls):
-		cls.tmp = tempfile.mkdtemp(prefix="nestsleep-repro-triage-")
-		cls.kdir = os.path.join(cls.tmp, "tree")
-		os.makedirs(os.path.join(cls.kdir, "drivers", "dev"))
-		shutil.copy(os.path.join(TOP, "fixtures", "patch", "wait_event_rewrite.c"),
-			    os.path.join(cls.kdir, "drivers", "dev", "dev.c"))
-		with open(os.path.join(cls.kdir, "Makefile"), "w") as f:
-			f.write("VERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 99\n")
-		cls.env = dict(os.environ, NESTSLEEP_CACHE=os.path.join(cache_dir(), "test-cache"))
+		cls.tmp, cls.kdir, cls.env = triage_tree("nestsleep-repro-triage-")
 		cls.env.pop("NESTSLEEP_VERSION", None)
 		cls.jp = os.path.join(cls.tmp, "findings.json")
 		r = subprocess.run(["/usr/bin/python3", "-m", "nestsleep", "coccicheck", "--kdir", cls.kdir, "--mode",
