@@ -72,8 +72,10 @@ def match_close(m, i):
 	return -1
 
 
-def split_top(m, s, e):
-	"""Spans of the top-level comma-separated parts of m[s:e]."""
+def split_top(m, s, e, sep=","):
+	"""Spans of the top-level comma-separated parts of m[s:e] (parts
+	separated by sep, when given: ';' for the statements of a statement
+	expression)."""
 	parts, depth, start = [], 0, s
 	for j in range(s, e):
 		c = m[j]
@@ -81,7 +83,7 @@ def split_top(m, s, e):
 			depth += 1
 		elif c in ")]}":
 			depth -= 1
-		elif c == "," and depth == 0:
+		elif c == sep and depth == 0:
 			parts.append((start, j))
 			start = j + 1
 	parts.append((start, e))

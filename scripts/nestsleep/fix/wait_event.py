@@ -79,19 +79,9 @@ def split_cond(cond):
 	c = cond.strip()
 	m = mask(c)
 	if c.startswith("({") and c.endswith("})") and match_close(m, 0) == len(c) - 1:
-		inner_s, inner_e = 2, len(c) - 2
-		parts = []
-		depth, start = 0, inner_s
-		for j in range(inner_s, inner_e):
-			ch = m[j]
-			if ch in "([{":
-				depth += 1
-			elif ch in ")]}":
-				depth -= 1
-			elif ch == ";" and depth == 0:
-				parts.append(c[start:j].strip())
-				start = j + 1
-		tail = c[start:inner_e].strip()
+		spans = split_top(m, 2, len(c) - 2, ";")
+		parts = [c[a:b].strip() for a, b in spans[:-1]]
+		tail = c[spans[-1][0]:spans[-1][1]].strip()
 		if tail or not parts or any("{" in mask(p) for p in parts):
 			return None
 		value = parts[-1]
