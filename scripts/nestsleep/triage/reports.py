@@ -426,6 +426,19 @@ def heldout_lines(kdir, tid, base, recs, labels):
 	return heldout_mod.markdown(heldout_mod.compute(recs, kdir, base, labels))
 
 
+def read_labels(path):
+	"""The labels of a labels file ({} when there is none), each verdict
+	checked."""
+	if not os.path.isfile(path):
+		return {}
+	with open(path) as f:
+		labels = json.load(f).get("labels", {})
+	for fp, lab in labels.items():
+		if lab.get("verdict") not in VERDICTS and not (lab.get("later") and "verdict" not in lab):
+			raise UserError("%s: %s: verdict must be one of %s" % (path, fp, ", ".join(VERDICTS)))
+	return labels
+
+
 def build(a):
 	kdir = os.path.realpath(a.kdir)
 	if not os.path.isfile(os.path.join(kdir, "Makefile")):
@@ -436,13 +449,7 @@ def build(a):
 	source_date()	# a bad SOURCE_DATE_EPOCH stops here, before the checker runs
 	data = load(a)
 	findings = data["findings"]
-	labels = {}
-	if os.path.isfile(labels_path):
-		with open(labels_path) as f:
-			labels = json.load(f).get("labels", {})
-		for fp, lab in labels.items():
-			if lab.get("verdict") not in VERDICTS and not (lab.get("later") and "verdict" not in lab):
-				raise UserError("%s: %s: verdict must be one of %s" % (labels_path, fp, ", ".join(VERDICTS)))
+	labels = read_labels(labels_path)
 	base = None
 	if a.baseline:
 		with open(a.baseline) as f:
