@@ -165,7 +165,9 @@ def waker_items(kdir, fs, later=None):
 				m += [x for x in whens if x not in m]
 		items = [waker_text(kdir, recs[0], files, [k + (v,) for k, v in merged.items()], len(recs))]
 	else:
-		items = list(dict.fromkeys(t for t in (waker_text(kdir, f, files) for f in fs) if t))
+		# the wakers already read of each wait with a record
+		known = dict((id(f), sh) for f, sh in zip(recs, shown))
+		items = list(dict.fromkeys(t for t in (waker_text(kdir, f, files, known.get(id(f))) for f in fs) if t))
 	for f in fs:
 		what, subject = (later or {}).get("%s:%d" % (f["file"], f["line"]), (None, None))
 		if what:

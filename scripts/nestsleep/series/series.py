@@ -281,6 +281,7 @@ def make_series(a, kdir, tid, series, others, records, table, signoff, author, l
 		entries = []
 		prefixes = [git_prefix(kdir, g[0][1][0]["file"]) or path_prefix(g[0][1][0]["file"]) for g in s["groups"]]
 		subjects = series_subjects(prefixes, s["groups"])
+		later = missed_later(kdir, s["groups"], subjects)
 		for gi, (g, core) in enumerate(zip(s["groups"], subjects)):
 			f0 = g[0][1][0]
 			gfiles = []
@@ -304,8 +305,7 @@ def make_series(a, kdir, tid, series, others, records, table, signoff, author, l
 				repo.git("reset", "-q", "--hard")
 				repo.git("clean", "-qfd")
 				continue
-			body = changelog(kdir, g, table, records, signoff, tags, git,
-					 missed_later(kdir, s["groups"], subjects)[gi])
+			body = changelog(kdir, g, table, records, signoff, tags, git, later[gi])
 			repo.git("add", "-A", "--sparse") if git else repo.git("add", "-A")
 			repo.git("commit", "-q", "-F", "-", inp=core + "\n\n" + body)
 			kcfg = []
