@@ -369,8 +369,7 @@ def changelog(kdir, group, table, records, signoff, tags, git=False, later=None)
 	else:
 		paras += problem_paragraphs(kdir, group[0][1], table)
 	paras += effect_paragraphs([effect_inputs(kdir, fs, table) for name, fs in group], records)
-	known = [noline(x) for x in reached_sentences(kdir, [(fs[0]["file"], fs[0]["function"], unit_needs(fs),
-							       unit_impls(fs)) for name, fs in group])]
+	known = [noline(x) for x in group_reached(kdir, group)]
 	known = [x for x in known if not is_tool_note(x)] + first_test_sentences(kdir, group)
 	paras.append(wrap(" ".join(known)))
 	wakers = [(name, waker_items(kdir, fs, later)) for name, fs in group]
@@ -439,11 +438,23 @@ def is_tool_note(text):
 	return bool(TOOL_NOTE.match(text.strip()))
 
 
+_REACHED = {}
+
+
+def group_reached(kdir, group):
+	"""reached_sentences() of one patch's units, read once for the
+	changelog and the notes below '---' (tool_notes())."""
+	items = [(fs[0]["file"], fs[0]["function"], unit_needs(fs), unit_impls(fs)) for name, fs in group]
+	key = (kdir, json.dumps(items, sort_keys=True, default=str))
+	if key not in _REACHED:
+		_REACHED[key] = reached_sentences(kdir, items)
+	return list(_REACHED[key])
+
+
 def tool_notes(kdir, group):
 	"""The sentences of one patch's changelog that are about the tool's
 	search, not the code (is_tool_note()): they go below '---'."""
-	known = reached_sentences(kdir, [(fs[0]["file"], fs[0]["function"], unit_needs(fs), unit_impls(fs))
-					 for name, fs in group])
+	known = group_reached(kdir, group)
 	cav = [capital(c) for name, fs in group for c in fs[0]["fix"]["caveats"]]
 	return list(dict.fromkeys(noline(x) for x in known + cav if is_tool_note(capital(x))))
 
