@@ -16,8 +16,8 @@ One module per rewrite, each paired with its rule in cocci/:
   wait queue
   set_current_state() loops of a -> own_queue.py, fix_set_current_state.cocci
   thread on no queue                (more passes), a queue of its own
-  a thread that exits with its   -> restore.py: no rule yet, refused
-  state set
+  a thread that leaves its loop  -> thread_exit.py, restore_thread_exit.cocci
+  with its state set
 
 Each shape is a pair of plain functions taking the Fixer: plan_<shape>(fx,
 f, u) checks the site of finding f and records it in unit u, or raises
@@ -43,7 +43,7 @@ this rewriter proves correct), with the reason.
 
 import os
 
-from nestsleep.fix import includes, own_queue, polls, prepare_to_wait, restore, set_current_state, wait_event, wakers
+from nestsleep.fix import includes, own_queue, polls, prepare_to_wait, restore, set_current_state, thread_exit, wait_event, wakers
 from nestsleep.fix.edits import Edit, FileText, Refuse, Unit, apply_edits, min_conf, unified_diff
 from nestsleep.fix.wait_event import REPORT_ONLY
 
@@ -72,7 +72,7 @@ PLANS = {
 	"wait_event": wait_event.plan_wait_event,
 	"prepare_to_wait": prepare_to_wait.plan_prepare_to_wait,
 	"set_current_state": plan_set_current_state,
-	"thread_exit": restore.plan_thread_exit,
+	"thread_exit": thread_exit.plan_thread_exit,
 }
 
 # what a unit records for its rule -> the rewrite that runs it, in this order

@@ -1,15 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""The restores of TASK_RUNNING a wait needs after it, not in it.
+"""The restores of TASK_RUNNING a wait needs after it, not in it (a
+thread that exits with its state set: thread_exit.py).
 
   after the loop  a sleeping call that runs after its wait loop has ended,
                   with the state the loop set not yet restored: one
                   __set_current_state(TASK_RUNNING) right after the loop,
                   made by cocci/restore_after_loop.cocci
                   (plan_restore_after_loop())
-  thread exit     a thread function that returns to kthread() with its
-                  state set: no rule yet, so the finding is refused
-                  ("manual") with where the restore goes
-                  (plan_thread_exit())
   helper          the state set inside a helper that returns with it
                   still set, so the wait loop spans two functions: no
                   rule either (plan_state_helper())
@@ -63,14 +60,6 @@ def plan_restore_after_loop(fx, f, u):
 			 "after it: TASK_RUNNING is now restored as soon as the loop ends; the loop itself, "
 			 "its wakeups and its exits by goto are unchanged" % (loop[0], f["call"]))
 
-
-
-def plan_thread_exit(fx, f, u):
-	"""A thread function that returns to kthread() with the task state
-	set.  The restore before its return has no rule yet (there is no
-	cocci/ rule for it): refused, with where the restore goes."""
-	raise Refuse("manual", "the thread function %s() returns to kthread() with the task state "
-		     "set: restore TASK_RUNNING before it returns" % f["function"])
 
 
 def plan_state_helper(fx, f, u):
