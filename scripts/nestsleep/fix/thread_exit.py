@@ -156,27 +156,34 @@ def _run(fx, ft, rel, f, exits, queued):
 	return edits
 
 
+# cited by title, as series/text.py's WOKEN_FORM is: the reason does not
+# know whether the tree is a git tree, and checkpatch.pl calls every
+# commit id unknown in one that is not (36225a7c72e9 upstream)
+W1_FIX = '"w1: fix WARNING after calling w1_process()"'
+
+
 def reason(ft, f, loop, exits, edits, queued):
 	"""What the patch does and why, from the code: the exits it changed
 	(an edit that ends at or spans the exit's line), and whether the
 	entry came off the queue there."""
-	words = {}
-	for ln in exits:
-		at = ft.offset(ln, 0)
-		if any(e.s <= at <= e.e for e in edits):
-			words[ln] = "the %s on line %d" % (_exit_word(ft, ln), ln)
-	changed = " and ".join(words[ln] for ln in sorted(words)) or "its exit"
+	kinds = [_exit_word(ft, ln) for ln in exits if any(e.s <= ft.offset(ln, 0) <= e.e for e in edits)]
+	names = []
+	for k in ("break", "return"):
+		n = kinds.count(k)
+		if n:
+			names.append("the %s" % k if n == 1 else "the %d %ss" % (n, k))
+	changed = " and ".join(names) or "the exit"
+	one = len(kinds) == 1
 	removes = [r for e in edits for r in REMOVE.findall(e.text)]
-	text = ("%s() is a thread function: it leaves its wait loop (line %d) by %s with the task state still "
-		"set and returns to kthread(), whose kthread_exit() -> do_exit() -> exit_signals() -> "
-		"cgroup_threadgroup_change_begin() may sleep (percpu_down_read(), or might_sleep() without "
-		"cgroups) in that state; __set_current_state(TASK_RUNNING) before %s restores it first, as "
-		"w1_process() does since commit 36225a7c72e9"
-		% (f["function"], loop[0], changed, changed))
+	text = ("__set_current_state(TASK_RUNNING) before %s that %s the wait loop with the task state still "
+		"set, so that kthread()'s kthread_exit() runs in TASK_RUNNING, as %s did in w1_process()"
+		% (changed, "leaves" if one else "leave", W1_FIX))
 	if removes:
-		text += ("; that way out also skips the loop's remove_wait_queue() and leaves the thread's on-stack "
-			 "wait entry on the queue after the function returns: remove_wait_queue(%s) before %s "
-			 "takes it off" % (removes[0], changed))
+		text += ("; %s also %s the loop's remove_wait_queue() and %s the thread's on-stack wait entry "
+			 "on %s after the function returns, so remove_wait_queue(%s) comes before %s too"
+			 % ("that exit" if one else "those exits", "skips" if one else "skip",
+			    "leaves" if one else "leave", removes[0].split(",")[0].lstrip("&"), removes[0],
+			    "it" if one else "them"))
 	elif queued:
 		text += "; its wait entry is already off the queue there"
 	return text + "; the other exits and the wait itself are unchanged"

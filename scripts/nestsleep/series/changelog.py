@@ -123,6 +123,12 @@ def problem_paragraphs(kdir, fs, table):
 			head = ("%s() waits with %s(). On each pass of the wait loop, its condition is tested after the "
 				"task state has been set to %s, and it calls %s(), which may sleep:" % (
 					func, prim, state, f["call"]))
+	elif f["shape"] == "thread_exit":
+		# kthread() calls kthread_exit() when the thread function returns
+		# (kernel/kthread.c:377-378 in 6.1)
+		head = ("%s() sets the task state to %s with %s() and can leave its wait loop before it calls "
+			"schedule() or sets the state back. It then returns to kthread(), which calls %s(), which "
+			"may sleep:" % (func, state, prim, f["call"]))
 	else:
 		head = ("%s() sets the task state to %s with %s() and, before it calls schedule(), calls %s(), "
 			"which may sleep:" % (func, state, prim, f["call"]))
@@ -380,6 +386,8 @@ def changelog(kdir, group, table, records, signoff, tags, git=False, later=None)
 	how = "Set the task state back to TASK_RUNNING as soon as %s ends" % (
 		"each wait loop" if many else "the wait loop") if restore else \
 		"Rewrite %s in %s" % ("each wait" if many else "the wait", WOKEN_FORM_GIT if git else WOKEN_FORM)
+	if all(fs[0]["fix"]["kind"] == "thread_exit" for name, fs in group):
+		how = "Set the task state back to TASK_RUNNING before the thread function leaves its wait loop"
 	if restore and len(reasons) == 1 and not many:
 		# 'the wait loop leaves with the task state still set, and X()
 		# runs after it: TASK_RUNNING is now restored as soon as the loop
