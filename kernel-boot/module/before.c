@@ -269,3 +269,23 @@ void nst_poll_signal(struct nst_poll *p, unsigned long seq)
 	mutex_unlock(&p->lock);
 	wake_up(&p->wq);
 }
+
+/*
+ * The thread exit (nst.h): every kthread_stop() finds the loop below
+ * either asleep in schedule(), and its wakeup brings the thread back to
+ * set_current_state() and the break, or before the test: either way the
+ * break leaves with the state set.
+ */
+int nst_kthread_exit(void *arg)
+{
+	struct nst_kexit *x = arg;
+
+	complete(&x->started);
+	for (;;) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (kthread_should_stop())
+			break;
+		schedule();
+	}
+	return 0;
+}

@@ -1129,6 +1129,53 @@ static enum nst_verdict nst_case_poll(const struct nst_case *c)
 	return good ? NST_PASS : NST_FAIL;
 }
 
+/*
+ * The thread exit (nst.h): start nst_kthread_exit(), wait until its
+ * function runs, kthread_stop() it.  kthread_stop() returns what the
+ * function returned (0), or -EINTR when kthread() stopped the thread
+ * before calling it (kernel/kthread.c:372-378 in 6.1): a round counts only
+ * when the function ran and returned.  The before form (or one left
+ * unfixed): 3 rounds, each breaking out with the state set (the splat
+ * prints once); the after form: rounds rounds, and no splat.
+ */
+static enum nst_verdict nst_case_kexit(const struct nst_case *c)
+{
+	long bound = msecs_to_jiffies(bound_ms) ?: 1;
+	unsigned long i, n, done = 0, unstarted = 0, errors = 0;
+	struct nst_kexit *x;
+	ktime_t t0 = ktime_get();
+
+	if (!rounds)
+		return NST_SKIP;
+	n = nst_is_before() || nst_unfixed(c) ? 3 : rounds;
+	x = kzalloc(sizeof(*x), GFP_KERNEL);
+	if (!x)
+		return NST_FAIL;
+	for (i = 1; i <= n; i++) {
+		struct task_struct *t;
+		int ret;
+
+		init_completion(&x->started);
+		t = kthread_run(nst_kthread_exit, x, "nst/kexit");
+		if (IS_ERR(t)) {
+			errors++;
+			break;
+		}
+		if (!wait_for_completion_timeout(&x->started, bound))
+			unstarted++;
+		ret = kthread_stop(t);
+		if (ret)
+			errors++;
+		else
+			done++;
+	}
+	pr_info("# %s: %s rounds=%lu/%lu unstarted=%lu errors=%lu elapsed_ms=%lld%s\n",
+		c->name, c->func, done, n, unstarted, errors, ktime_ms_delta(ktime_get(), t0),
+		nst_unfixed(c) ? " (left alone by MODE=patch)" : "");
+	kfree(x);
+	return done == n && !unstarted && !errors ? NST_PASS : NST_FAIL;
+}
+
 static const struct nst_case nst_cases[] = {
 	/* one case per wait variant: the waker makes the condition true */
 	{ "wait_event", nst_case_variant, V_WAIT_EVENT, 0, 1 },
@@ -1168,6 +1215,8 @@ static const struct nst_case nst_cases[] = {
 	{ "missed_wakeup_mode", nst_case_mode, -1, 0, 1, "nst_mode_wait" },
 	/* a poll whose waker needs the waiter's lock: MODE=patch must refuse it */
 	{ "poll_held_lock", nst_case_poll, -1, 0, 0, "nst_poll_wait" },
+	/* a thread that leaves its wait loop with the state set: kthread_exit() warns */
+	{ "kthread_exit", nst_case_kexit, -1, 0, 1, "nst_kthread_exit" },
 };
 
 /* ---- selection, KTAP, and the module parameters ------------------------ */

@@ -12,6 +12,7 @@
 #ifndef NST_H
 #define NST_H
 
+#include <linux/completion.h>
 #include <linux/mutex.h>
 #include <linux/wait.h>
 #include <linux/sched.h>
@@ -108,5 +109,21 @@ struct nst_poll {
 bool nst_poll_seen(struct nst_poll *p);
 long nst_poll_wait(struct nst_poll *p, long timeout);
 void nst_poll_signal(struct nst_poll *p, unsigned long seq);
+
+/*
+ * The thread exit (w1_process() before 36225a7c72e9, dlm_recoverd(),
+ * ubifs_bg_thread()): nst_kthread_exit() completes x->started, then waits
+ * in a set_current_state() loop until kthread_stop() and breaks out of it
+ * with the task state set.  kthread() then calls kthread_exit(), whose
+ * do_exit() -> exit_signals() calls might_sleep() (through
+ * percpu_down_read() with cgroups, directly without): the before form warns
+ * on every stop, once per clear_warn_once.  MODE=patch restores
+ * TASK_RUNNING before the break.
+ */
+struct nst_kexit {
+	struct completion started;	/* the thread function runs */
+};
+
+int nst_kthread_exit(void *arg);
 
 #endif /* NST_H */

@@ -199,7 +199,31 @@ def compare(der: dict, before: dict, after: dict) -> List[Tuple[str, bool, str]]
 		sb = tb.get(case, {}).get('status', 'missing')
 		sa = ta.get(case, {}).get('status', 'missing')
 		checks.append(('same/%s' % case, sb == sa and sa in ('PASS', 'SUCCESS'), 'before %s, after %s' % (sb, sa)))
+	checks += compare_kexit(der, tb, ta, bsplats)
 	return checks
+
+
+# the thread exit (nst.h): before.c's nst_kthread_exit() breaks out of its
+# loop with the state set; kthread_exit() warns
+KEXIT_CASE = 'kthread_exit'
+
+
+def compare_kexit(der: dict, tb: Dict[str, dict], ta: Dict[str, dict], bsplats: list) -> List[Tuple[str, bool, str]]:
+	"""The thread exit: it warns before, MODE=patch rewrites it, and its
+	rounds of kthread_run() and kthread_stop() pass after with no splat."""
+	case, func = KEXIT_CASE, 'nst_' + KEXIT_CASE
+	n = sum(1 for s in bsplats if SPLAT in s.get('title', '') and s.get('test') == case)
+	sb = tb.get(case, {}).get('status', 'missing')
+	t = ta.get(case, {})
+	st = t.get('status', 'missing')
+	rounds = '; '.join(d for d in t.get('diagnostics', []) if 'rounds=' in d) or 'no round count'
+	return [('before/%s' % case, sb in ('PASS', 'SUCCESS') and n >= 1,
+		 'status %s, %d "%s" splat(s)' % (sb, n, SPLAT)),
+		('rule/%s' % case, func in der['fixed'],
+		 'rewritten' if func in der['fixed'] else 'not rewritten: %s' % der.get('unfixed_reasons', {}).get(
+			 func, 'no finding')),
+		('after/%s' % case, st in ('PASS', 'SUCCESS') and not t.get('splats'),
+		 'status %s, %s, splats %s' % (st, rounds, t.get('splats', [])))]
 
 
 def lost_of(t: dict) -> str:
