@@ -6,7 +6,7 @@
 /// kthread_should_stop() and breaks out of its loop (or returns) before
 /// schedule() or a restore; it returns to kthread(), which calls
 /// kthread_exit() -> do_exit(), and do_exit()'s exit_signals() may sleep
-/// (kernel/kthread.c:377-378, kernel/exit.c:834, kernel/signal.c:2980) with
+/// (kernel/kthread.c:376-378, kernel/exit.c:834, kernel/signal.c:2980) with
 /// the state still set.  Upstream's fix of w1_process() (36225a7c72e9) is
 /// one __set_current_state(TASK_RUNNING) before the break
 /// (drivers/w1/w1.c:1196-1199 in 6.1).  Where the exit also leaves the

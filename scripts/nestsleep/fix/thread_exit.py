@@ -3,7 +3,7 @@
 
 The thread sets TASK_(UN)INTERRUPTIBLE, tests kthread_should_stop() and
 breaks (or returns) before schedule() or a restore, and returns to
-kthread(), which calls kthread_exit() (kernel/kthread.c:377-378 in 6.1);
+kthread(), which calls kthread_exit() (kernel/kthread.c:376-378 in 6.1);
 do_exit() then calls exit_signals() (kernel/exit.c:834), whose
 cgroup_threadgroup_change_begin() (kernel/signal.c:2980) may sleep in
 percpu_down_read() (include/linux/cgroup-defs.h:751) or calls

@@ -125,7 +125,7 @@ def problem_paragraphs(kdir, fs, table):
 					func, prim, state, f["call"]))
 	elif f["shape"] == "thread_exit":
 		# kthread() calls kthread_exit() when the thread function returns
-		# (kernel/kthread.c:377-378 in 6.1)
+		# (kernel/kthread.c:376-378 in 6.1)
 		head = ("%s() sets the task state to %s with %s() and can leave its wait loop before it calls "
 			"schedule() or sets the state back. It then returns to kthread(), which calls %s(), which "
 			"may sleep:" % (func, state, prim, f["call"]))
