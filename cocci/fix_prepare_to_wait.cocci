@@ -35,9 +35,14 @@
 //# prepare_to_wait*() is in the loop ("top") or before it ("before"), and
 //# the "line:column" of each schedule() in the loop.  It refuses, with its
 //# reason, a loop it cannot keep: a conditional or mid-loop
-//# prepare_to_wait(), a goto out of the loop, a break after a finish_wait()
-//# in the loop, an entry not made by DEFINE_WAIT(), a sleep in a scheduler
-//# with no wait_woken() form, and a loop whose wakers it cannot convert.
+//# prepare_to_wait(), a break after a finish_wait() in the loop, an entry
+//# not made by DEFINE_WAIT(), a sleep in a scheduler with no wait_woken()
+//# form, a loop whose wakers it cannot convert, and a goto out of the loop
+//# unless every path from it reaches the finish_wait() after the loop and
+//# only the loop reaches that call (scripts/nestsleep/fix/gotos.py).  The
+//# gotos stay as they are: the rules below match the loop body with "...",
+//# which follows the paths that leave by goto too, and the finish_wait()
+//# at their label becomes remove_wait_queue() like any other.
 //# spatch 1.1.1 gives wrong positions to the rules that follow a change,
 //# so the schedule() calls, picked by position, are rewritten first, and
 //# the later rules find their code by the function and the entry.  A

@@ -14,10 +14,12 @@ import re
 from nestsleep import COCCI_DIR
 from nestsleep.fix.ctext import flat, line_start, match_close, next_nonspace, open_block, split_top
 from nestsleep.fix.edits import Refuse, lower, text_edits
+from nestsleep.fix.gotos import check_gotos
 from nestsleep.fix.layout import wrap_long
 from nestsleep.fix.sites import calls_in, loop_of, loop_site, schedules, statement
 from nestsleep.fix.spatch import spatch_text
 
+LABELS = re.compile(r"(?<![\w:])[A-Za-z_]\w*\s*:(?!:)")
 PREPARE_RULE = os.path.join(COCCI_DIR, "fix_prepare_to_wait.cocci")
 
 
@@ -31,7 +33,7 @@ def plan_prepare_to_wait(fx, f, u):
 	preps, fins, (name, q, ent, state) = ptw_calls(fx, ft, o, c)
 	entry = ent[1:]
 	loop, (lstart, bo, bc), add_at, ls0 = ptw_loop(ft, preps, name)
-	check_exits(ft, bo, bc, fins, "finish_wait")
+	gotos = check_exits(ft, (o, c), bo, bc, fins, "finish_wait")
 	for fn, p, po, pc in fins:
 		if p < add_at:
 			raise Refuse("manual", "finish_wait() before the wait loop")
@@ -42,6 +44,10 @@ def plan_prepare_to_wait(fx, f, u):
 	u.reasons.append("the %s() loop becomes an add_wait_queue()/wait_woken()/remove_wait_queue() loop: "
 			 "the code between the old %s() and schedule() now runs in TASK_RUNNING, and a wakeup "
 			 "that comes while it runs is kept by WQ_FLAG_WOKEN" % (name, name))
+	if gotos:
+		u.reasons.append("every goto out of the loop reaches the %s() after it, now remove_wait_queue(), "
+				 "on every path, and no other path reaches that call: the entry is queued once before "
+				 "the loop and removed once; the gotos stay" % fins[-1][0])
 	fx.wakers(u, rel, f["function"], q, state, bool(re.search(r"\bkthread_should_stop\s*\(",
 								 m[min(lstart, ls0):bc])), (min(lstart, ls0), bc), f)
 	if name == "prepare_to_wait_exclusive":
@@ -128,9 +134,11 @@ def ptw_loop(ft, preps, name):
 	return loop, (lstart, bo, bc), add_at, ls0
 
 
-def check_exits(ft, bo, bc, fins, what):
+def check_exits(ft, body, bo, bc, fins, what):
 	"""Inside the loop, a removal must be followed by return: a break
-	would reach the removal after the loop a second time."""
+	would reach the removal after the loop a second time.  A goto out of
+	the loop must reach the removal after it (gotos.py).  True when a
+	goto leaves the loop."""
 	m = ft.m
 	for fn, p, po, pc in fins:
 		if bo < p < bc:
@@ -142,16 +150,16 @@ def check_exits(ft, bo, bc, fins, what):
 	outside = [x for x in fins if not (bo < x[1] < bc)]
 	if len(outside) != 1 or outside[0][1] < bc:
 		raise Refuse("manual", "expected one %s() after the loop" % what)
-	for kw in re.finditer(r"\bgoto\b", m[bo:bc]):
-		raise Refuse("manual", "a goto leaves the wait loop")
-	between = m[bc + 1:outside[0][1]]
+	gotos = check_gotos(ft, body[0], body[1], bo, bc, outside[0])
+	# the removal must come right after the loop (labels and
+	# __set_current_state(TASK_RUNNING) allowed)
+	between = LABELS.sub("", m[bc + 1:outside[0][1]])
 	if between.strip():
-		# the removal must come right after the loop (labels and
-		# __set_current_state(TASK_RUNNING) allowed)
 		rest = re.sub(r"__set_current_state\s*\(\s*TASK_RUNNING\s*\)\s*;|set_current_state\s*\(\s*"
 			      r"TASK_RUNNING\s*\)\s*;", "", between)
 		if rest.strip() and not re.match(r"^\s*(?:while\s*\([^;]*\)\s*;)?\s*$", rest):
 			raise Refuse("manual", "code between the end of the loop and %s()" % what)
+	return gotos
 
 
 def rewrite_prepare_to_wait(fx, u):
