@@ -18,6 +18,7 @@
 #include <linux/kthread.h>
 #include <linux/mutex.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/wait.h>
 
 #include "nst.h"
@@ -288,4 +289,37 @@ int nst_kthread_exit(void *arg)
 		schedule();
 	}
 	return 0;
+}
+
+/*
+ * The sctp_wait_for_sndbuf() shape: an exclusive prepare_to_wait() loop
+ * left by gotos to labels that "goto out", whose finish_wait() ends the
+ * wait; a timed wait that returns the time left, 0 at its timeout.
+ */
+long nst_prepare_to_wait_goto(struct nst_ctx *ctx, long timeout)
+{
+	DEFINE_WAIT(wait);
+	long ret = timeout;
+
+	for (;;) {
+		prepare_to_wait_exclusive(&ctx->wq, &wait, TASK_INTERRUPTIBLE);
+		if (signal_pending(current))
+			goto interrupted;
+		if (nst_reached(ctx))
+			break;
+		if (!ret)
+			goto timed_out;
+		ret = schedule_timeout(ret);
+	}
+out:
+	finish_wait(&ctx->wq, &wait);
+	return ret;
+
+interrupted:
+	ret = -ERESTARTSYS;
+	goto out;
+
+timed_out:
+	ret = 0;
+	goto out;
 }

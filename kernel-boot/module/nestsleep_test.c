@@ -133,9 +133,16 @@ static long nst_v_set_current_state(struct nst_ctx *ctx, long timeout)
 	return 0;
 }
 
+static long nst_v_prepare_to_wait_goto(struct nst_ctx *ctx, long timeout)
+{
+	return nst_prepare_to_wait_goto(ctx, timeout);
+}
+
 enum {
 	V_WAIT_EVENT, V_INTERRUPTIBLE, V_TIMEOUT, V_INTERRUPTIBLE_TIMEOUT,
 	V_KILLABLE, V_PREPARE_TO_WAIT, V_SET_CURRENT_STATE, V_TIMEOUT_MSLEEP,
+	/* issue 34 */
+	V_PTW_GOTO,
 };
 
 static const struct nst_variant nst_variants[] = {
@@ -149,6 +156,8 @@ static const struct nst_variant nst_variants[] = {
 	[V_SET_CURRENT_STATE] = { "set_current_state_loop", nst_v_set_current_state, NST_VOID, true },
 	[V_TIMEOUT_MSLEEP] = { "wait_event_timeout(msleep in condition)", nst_v_timeout_msleep,
 			       NST_REMAIN, false },
+	/* issue 34 */
+	[V_PTW_GOTO] = { "prepare_to_wait_goto", nst_v_prepare_to_wait_goto, NST_REMAIN, false },
 };
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -1217,6 +1226,9 @@ static const struct nst_case nst_cases[] = {
 	{ "poll_held_lock", nst_case_poll, -1, 0, 0, "nst_poll_wait" },
 	/* a thread that leaves its wait loop with the state set: kthread_exit() warns */
 	{ "kthread_exit", nst_case_kexit, -1, 0, 1, "nst_kthread_exit" },
+	/* issue 34: a prepare_to_wait_exclusive() loop left by gotos (sctp) */
+	{ "prepare_to_wait_goto", nst_case_variant, V_PTW_GOTO, 0, 1 },
+	{ "stress_prepare_to_wait_goto", nst_case_stress, V_PTW_GOTO, 0, 1 },
 };
 
 /* ---- selection, KTAP, and the module parameters ------------------------ */

@@ -126,4 +126,7 @@ struct nst_kexit {
 
 int nst_kthread_exit(void *arg);
 
+/* issue 34: a prepare_to_wait_exclusive() loop left by gotos (sctp) */
+long nst_prepare_to_wait_goto(struct nst_ctx *ctx, long timeout);
+
 #endif /* NST_H */

@@ -43,7 +43,9 @@ from nsboot import main as nsboot_main
 MODULE_DIR = os.path.join(TOP, 'kernel-boot', 'module')
 WAIT_CASES = ('wait_event', 'wait_event_interruptible', 'wait_event_timeout',
 	      'wait_event_interruptible_timeout', 'wait_event_killable', 'prepare_to_wait_loop',
-	      'set_current_state_loop')
+	      'set_current_state_loop',
+	      # issue 34: a prepare_to_wait_exclusive() loop left by gotos (sctp)
+	      'prepare_to_wait_goto')
 SEMANTICS = ('timeout_expires', 'interruptible_timeout_expires', 'timeout_remainder',
 	     'interruptible_timeout_remainder', 'interruptible_signal', 'interruptible_timeout_signal',
 	     'killable_sigkill', 'killable_ignores_sigusr1')
@@ -170,7 +172,9 @@ def compare(der: dict, before: dict, after: dict) -> List[Tuple[str, bool, str]]
 	checks.append(('after/generated', set(der['fixed']) >= {
 		'nst_wait_event', 'nst_wait_event_interruptible', 'nst_wait_event_timeout',
 		'nst_wait_event_interruptible_timeout', 'nst_wait_event_killable', 'nst_prepare_to_wait_loop',
-		'nst_set_current_state_loop'},
+		'nst_set_current_state_loop',
+		# issue 34
+		'nst_prepare_to_wait_goto'},
 		'rewritten: %s; not: %s; files: %s' % (', '.join(der['fixed']), '; '.join(der['unfixed']) or 'none',
 							', '.join(der['touched']))))
 	checks.append(('before/boot', before.get('status') == 'SUCCESS',
