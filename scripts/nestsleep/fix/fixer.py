@@ -10,6 +10,8 @@ the refusals; semantic patches make the edits where spatch 1.1.1 can.
 One module per rewrite, each paired with its rule in cocci/:
 
   wait_event*(wq, cond, ...)     -> wait_event.py, fix_wait_event.cocci
+  a prepare_to_wait() loop that -> finish_wait.py, finish_after_loop.cocci
+  leaves its entry queued
   a loop whose state outlives it -> restore.py, restore_after_loop.cocci
   prepare_to_wait() loops        -> prepare_to_wait.py, fix_prepare_to_wait.cocci
   set_current_state() loops on a -> set_current_state.py, fix_set_current_state.cocci
@@ -43,7 +45,8 @@ this rewriter proves correct), with the reason.
 
 import os
 
-from nestsleep.fix import includes, own_queue, polls, prepare_to_wait, restore, set_current_state, thread_exit, wait_event, wakers
+from nestsleep.fix import (finish_wait, includes, own_queue, polls, prepare_to_wait, restore, set_current_state,
+			   thread_exit, wait_event, wakers)
 from nestsleep.fix.edits import Edit, FileText, Refuse, Unit, apply_edits, min_conf, unified_diff
 from nestsleep.fix.wait_event import REPORT_ONLY
 
@@ -74,6 +77,9 @@ PLANS = {
 	"set_current_state": plan_set_current_state,
 	"thread_exit": thread_exit.plan_thread_exit,
 }
+
+# the kinds of fix of a loop whose state outlives it (Fixer.plan_after_loop())
+AFTER_KINDS = ("finish_wait", "restore")
 
 # what a unit records for its rule -> the rewrite that runs it, in this order
 REWRITES = (
@@ -190,13 +196,11 @@ class Fixer:
 				raise Refuse("report-only", REPORT_ONLY["locked"] % "wq.lock")
 			raise Refuse("report-only", REPORT_ONLY["lock"] % f["locked"])
 		restore_after = f.get("after_loop") and shape in ("prepare_to_wait", "set_current_state")
-		if u.kind and (u.kind == "restore") != bool(restore_after):
+		if u.kind and (u.kind in AFTER_KINDS) != bool(restore_after):
 			raise Refuse("manual", "the function mixes a %s wait with one whose state outlives its loop"
 				     % (u.kind if restore_after else kind_of(f)))
 		if restore_after:
-			restore.plan_restore_after_loop(self, f, u)
-			u.kind = "restore"
-			u.confidence = min_conf(u.confidence, f["confidence"])
+			self.plan_after_loop(f, u)
 			return
 		if shape in ("prepare_to_wait", "set_current_state") and u.kind == shape:
 			pass    # the whole loop of this function is rewritten already
@@ -205,6 +209,21 @@ class Fixer:
 		if u.kind and u.kind != kind_of(f):
 			raise Refuse("manual", "the function mixes %s and %s waits" % (u.kind, kind_of(f)))
 		u.kind = kind_of(f)
+		u.confidence = min_conf(u.confidence, f["confidence"])
+
+	def plan_after_loop(self, f, u):
+		"""A loop whose state outlives it: finish_wait() after a
+		prepare_to_wait() loop that leaves its entry queued with nothing
+		after it to finish the wait (finish_wait.py), else the restore
+		of TASK_RUNNING after it (restore.py)."""
+		kind = finish_wait.plan_finish_after_loop(self, f, u)
+		if kind is None:
+			restore.plan_restore_after_loop(self, f, u)
+			kind = "restore"
+		if u.kind and u.kind != kind:
+			raise Refuse("manual", "the function has a wait loop that leaves its entry queued and one "
+				     "whose wait is finished after it")
+		u.kind = kind
 		u.confidence = min_conf(u.confidence, f["confidence"])
 
 	def finish(self, u):
