@@ -101,7 +101,8 @@ def plan_finish_after_loop(fx, f, u):
 	gone = "after the function returns" if scope == fn_body(toks, lo)[1] else "after its block ends"
 	u.reasons.append("the wait loop on line %d ends with the entry %s still queued on %s and the task state "
 			 "still set, and nothing after it finishes the wait: %s() runs in that state, and the "
-			 "entry stays queued on %s %s; finish_wait(%s, %s) now runs as soon as the loop ends, as "
+			 "entry stays queued on %s %s, where a later wakeup of the queue reads it out of scope; "
+			 "finish_wait(%s, %s) now runs as soon as the loop ends, as "
 			 "___wait_event() and ___wait_var_event() end theirs: it sets TASK_RUNNING and takes the "
 			 "entry off the queue; the loop and its wakeups are unchanged"
 			 % (loop[0], entry, queue, f["call"], queue, gone, queue, entry))

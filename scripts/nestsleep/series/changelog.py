@@ -383,8 +383,10 @@ def changelog(kdir, group, table, records, signoff, tags, git=False, later=None)
 							fs[0]["fix"]["reason"])])
 			  for (name, fs), (_, wk) in zip(group, wakers)])
 	restore = all(fs[0]["fix"]["kind"] == "restore" for name, fs in group)
+	finish = all(fs[0]["fix"]["kind"] == "finish_wait" for name, fs in group)
 	how = "Set the task state back to TASK_RUNNING as soon as %s ends" % (
 		"each wait loop" if many else "the wait loop") if restore else \
+		"Call finish_wait() right after %s" % ("each wait loop" if many else "the wait loop") if finish else \
 		"Rewrite %s in %s" % ("each wait" if many else "the wait", WOKEN_FORM_GIT if git else WOKEN_FORM)
 	if all(fs[0]["fix"]["kind"] == "thread_exit" for name, fs in group):
 		how = "Set the task state back to TASK_RUNNING before the thread function leaves its wait loop"

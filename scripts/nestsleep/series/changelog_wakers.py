@@ -152,7 +152,8 @@ def waker_items(kdir, fs, later=None):
 	two waits on one queue), and for a wait whose missed wakeup a later
 	patch of the series fixes (later: "file:line" of the wait -> (what
 	that finding says, the later patch's subject)), that patch."""
-	if fs[0]["fix"].get("kind") == "restore":
+	if fs[0]["fix"].get("kind") in ("restore", "finish_wait"):
+		# the patch leaves the wait and its wakeups as they are
 		return []
 	files = {}
 	recs = [f for f in fs if (f.get("wakers") or {}).get("queue")]

@@ -86,13 +86,14 @@ WOKEN_KINDS = ("wait_event", "prepare_to_wait", "set_current_state")
 def cover_kinds(ent):
 	"""Patch numbers (1-based) by what the patch does, from each patch's
 	own fix kind (its record in series.json): 'restore' only sets the
-	task state back to TASK_RUNNING after the loop, 'woken' rewrites the
+	task state back to TASK_RUNNING after the loop, 'finish_wait' calls
+	finish_wait() after it (fix/finish_wait.py), 'woken' rewrites the
 	wait into the wait_woken() form (fixer.kind_of()), 'other' anything
 	else, which the cover does not describe beyond its changelog."""
 	out = collections.OrderedDict()
 	for i, e in enumerate(ent["patches"], 1):
 		k = e.get("kind")
-		out.setdefault("restore" if k == "restore" else "woken" if k in WOKEN_KINDS else
+		out.setdefault(k if k in ("restore", "finish_wait") else "woken" if k in WOKEN_KINDS else
 			       "missed" if k == "missed_wakeup" else "other", []).append(i)
 	return out
 
@@ -106,6 +107,8 @@ def cover_how(kinds, n, git):
 	form = WOKEN_FORM_GIT if git else WOKEN_FORM
 	text = {"restore": ("sets the task state back to TASK_RUNNING as soon as the wait loop ends, before the "
 			    "call that may sleep, and leaves the wait itself as it is", "set"),
+		"finish_wait": ("calls finish_wait() as soon as the wait loop ends, before the call that may sleep, "
+				"which sets TASK_RUNNING and takes the wait entry off its queue", "call"),
 		"woken": ("rewrites the wait into %s" % form, "rewrite"),
 		"missed": ("adds the wakeup that a writer of the wait's condition misses (a missed wakeup, not a "
 			   "nested sleep)", "add"),

@@ -131,6 +131,8 @@ def subject_core(prefix, group):
 			# the call runs after the loop, not in it: say what the
 			# patch does, not 'nested sleep'
 			return "%s set TASK_RUNNING before %s() in %s()" % (prefix, fs0[0]["call"], funcs[0])
+		if all(f.get("fix", {}).get("kind") == "finish_wait" for f in fs0) and len(set(f["call"] for f in fs0)) == 1:
+			return "%s finish the wait before %s() in %s()" % (prefix, fs0[0]["call"], funcs[0])
 		what = "missed wakeup" if all(f.get("kind") == "missed_wakeup" for f in fs0) else "nested sleep"
 		return "%s fix %s in %s()" % (prefix, what, funcs[0])
 	two = "%s fix nested sleeps in %s() and %s()" % (prefix, funcs[0], funcs[1])

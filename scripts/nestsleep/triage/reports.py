@@ -143,6 +143,8 @@ def suggested_fix(f):
 	st = fx.get("status")
 	if is_missed(f):
 		return missed_fix(f)
+	if st == "patch" and fx.get("kind") == "finish_wait":
+		return ("Call `finish_wait()` right after the wait loop (the patch below): %s." % fx.get("reason", ""))
 	if st == "patch" and fx.get("kind") == "restore":
 		return ("Restore `TASK_RUNNING` right after the wait loop (the patch below): %s." % fx.get("reason", ""))
 	if st == "patch":
