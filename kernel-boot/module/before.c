@@ -20,6 +20,7 @@
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
 #include <linux/wait.h>
+#include <linux/wait_bit.h>
 
 #include "nst.h"
 
@@ -322,4 +323,31 @@ interrupted:
 timed_out:
 	ret = 0;
 	goto out;
+}
+
+/*
+ * pkt_make_request_write()'s shape: a prepare_to_wait_event() loop on the
+ * hashed queue of a variable, woken by wake_up_var(&ctx->seq)
+ * (nestsleep_test.c's nst_var_round_signal()), with a wait_bit_queue_entry
+ * local to the block that the loop ends.  The loop leaves with the entry
+ * still queued and the task state set, and the mutex_lock() after it may
+ * sleep; MODE=patch adds the finish_wait() after the loop.
+ */
+void nst_var_wait_endblock(struct nst_ctx *ctx)
+{
+	if (READ_ONCE(ctx->seq) < READ_ONCE(ctx->target)) {
+		struct wait_bit_queue_entry wqe;
+
+		init_wait_var_entry(&wqe, &ctx->seq, 0);
+		for (;;) {
+			prepare_to_wait_event(__var_waitqueue(&ctx->seq),
+					      &wqe.wq_entry, TASK_UNINTERRUPTIBLE);
+			if (READ_ONCE(ctx->seq) >= READ_ONCE(ctx->target))
+				break;
+			schedule();
+		}
+	}
+	mutex_lock(&ctx->lock);
+	ctx->evals++;
+	mutex_unlock(&ctx->lock);
 }

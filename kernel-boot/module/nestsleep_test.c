@@ -45,6 +45,7 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/wait.h>
+#include <linux/wait_bit.h>
 
 #include "nst.h"
 
@@ -1185,6 +1186,85 @@ static enum nst_verdict nst_case_kexit(const struct nst_case *c)
 	return done == n && !unstarted && !errors ? NST_PASS : NST_FAIL;
 }
 
+/*
+ * pkt_make_request_write()'s shape (nst.h): nst_var_wait_endblock() waits on
+ * __var_waitqueue(&ctx->seq), woken by wake_up_var(&ctx->seq).  Each
+ * round's signal holds ctx->lock, advances ctx->seq and wakes the variable;
+ * it then waits (up to bound_ms) until the waiter blocks on ctx->lock in
+ * the mutex_lock() after its loop, and wakes the variable again.  In the
+ * before form that second wakeup takes the entry the loop left queued off
+ * the hashed queue while the entry's stack frame is still live: without
+ * it, the next round's init_wait_var_entry() would reinitialise an entry
+ * still on the queue.  In the after form it finds no entry (finish_wait()
+ * took it off).  Before: 3 rounds, for the warning; after: rounds rounds,
+ * none lost.
+ */
+static void nst_var_round_arm(struct nst_rounds *r, unsigned long i)
+{
+	struct nst_ctx *ctx = r->obj;
+
+	WRITE_ONCE(ctx->target, i);
+}
+
+static long nst_var_round_wait(struct nst_rounds *r)
+{
+	nst_var_wait_endblock(r->obj);
+	return 0;
+}
+
+static void nst_var_round_signal(struct nst_rounds *r, unsigned long i)
+{
+	struct nst_ctx *ctx = r->obj;
+	unsigned long deadline = jiffies + (msecs_to_jiffies(bound_ms) ?: 1);
+
+	mutex_lock(&ctx->lock);
+	WRITE_ONCE(ctx->seq, i);
+	/* the store before __wake_up_bit()'s waitqueue_active() */
+	smp_mb();
+	wake_up_var(&ctx->seq);
+	/* sleeping, not spinning: a spinning owner keeps the waiter spinning */
+	while (list_empty(&ctx->lock.wait_list) && time_before(jiffies, deadline))
+		usleep_range(20, 50);
+	wake_up_var(&ctx->seq);
+	mutex_unlock(&ctx->lock);
+}
+
+static enum nst_verdict nst_case_var_endblock(const struct nst_case *c)
+{
+	bool before = nst_is_before() || nst_unfixed(c), ran, good;
+	ktime_t t0 = ktime_get();
+	struct nst_rounds *r;
+	struct nst_ctx *ctx;
+
+	if (!rounds)
+		return NST_SKIP;
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	if (!r || !ctx) {
+		kfree(r);
+		kfree(ctx);
+		return NST_FAIL;
+	}
+	nst_ctx_init(ctx);
+	ctx->target = 0;
+	r->obj = ctx;
+	r->arm = nst_var_round_arm;
+	r->wait = nst_var_round_wait;
+	r->signal = nst_var_round_signal;
+	r->rounds = before ? min(rounds, 3UL) : rounds;
+	r->timeout = 10 * (msecs_to_jiffies(bound_ms) ?: 1);
+	ran = nst_rounds_run(r, c->name);
+	pr_info("# %s: %s form: rounds=%lu/%lu lost=%lu max_wait_us=%lld\n", c->name,
+		before ? "before" : "after", r->done, r->rounds, r->lost, r->max_us);
+	good = ran && r->done == r->rounds && !r->lost && !r->abort;
+	pr_info("# %s: case_elapsed_ms=%lld\n", c->name, ktime_ms_delta(ktime_get(), t0));
+	if (ran) {
+		kfree(ctx);
+		kfree(r);
+	}
+	return good ? NST_PASS : NST_FAIL;
+}
+
 static const struct nst_case nst_cases[] = {
 	/* one case per wait variant: the waker makes the condition true */
 	{ "wait_event", nst_case_variant, V_WAIT_EVENT, 0, 1 },
@@ -1229,6 +1309,8 @@ static const struct nst_case nst_cases[] = {
 	/* issue 34: a prepare_to_wait_exclusive() loop left by gotos (sctp) */
 	{ "prepare_to_wait_goto", nst_case_variant, V_PTW_GOTO, 0, 1 },
 	{ "stress_prepare_to_wait_goto", nst_case_stress, V_PTW_GOTO, 0, 1 },
+	/* a prepare_to_wait() loop on a variable's queue that leaves its entry queued */
+	{ "var_endblock", nst_case_var_endblock, -1, 0, 1, "nst_var_wait_endblock" },
 };
 
 /* ---- selection, KTAP, and the module parameters ------------------------ */

@@ -129,4 +129,12 @@ int nst_kthread_exit(void *arg);
 /* issue 34: a prepare_to_wait_exclusive() loop left by gotos (sctp) */
 long nst_prepare_to_wait_goto(struct nst_ctx *ctx, long timeout);
 
+/*
+ * pkt_make_request_write()'s shape: nst_var_wait_endblock() waits until
+ * ctx->seq reaches ctx->target on __var_waitqueue(&ctx->seq), woken by
+ * wake_up_var(&ctx->seq); its loop leaves the entry queued (MODE=patch
+ * adds the finish_wait()).
+ */
+void nst_var_wait_endblock(struct nst_ctx *ctx);
+
 #endif /* NST_H */

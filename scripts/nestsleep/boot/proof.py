@@ -62,6 +62,10 @@ KTHREAD_EITHER = {'kthread_park': 'kthread_park()'}
 # keep the poll, and a hand-written wait_woken() form waits out its timeout)
 MISSED_CASE, MISSED_WRITER, MISSED_WAIT = 'missed_wakeup_mode', 'nst_mode_done', 'nst_mode_wait'
 POLL_CASE, POLL_WAIT, POLL_REASON = 'poll_held_lock', 'nst_poll_wait', 'takes p->lock, which the waiter holds'
+# issue 34: a prepare_to_wait() loop on a variable's hashed queue, woken by
+# wake_up_var(), that leaves its entry queued (pkt_make_request_write()):
+# MODE=patch adds finish_wait() after the loop
+VAR_CASE, VAR_WAIT = 'var_endblock', 'nst_var_wait_endblock'
 
 
 class ProofError(Exception):
@@ -204,6 +208,7 @@ def compare(der: dict, before: dict, after: dict) -> List[Tuple[str, bool, str]]
 		sa = ta.get(case, {}).get('status', 'missing')
 		checks.append(('same/%s' % case, sb == sa and sa in ('PASS', 'SUCCESS'), 'before %s, after %s' % (sb, sa)))
 	checks += compare_kexit(der, tb, ta, bsplats)
+	checks += compare_var_endblock(der, tb, ta, bsplats)
 	return checks
 
 
@@ -306,6 +311,25 @@ def compare_wakeups(der: dict, tb: Dict[str, dict], ta: Dict[str, dict]) -> List
 			quiet = form == 'before' or not c.get('splats')
 			checks.append(('%s/%s' % (form, case), s in ('PASS', 'SUCCESS') and quiet,
 				       '%s, splats %s' % (diag_of(c), c.get('splats', []))))
+	return checks
+
+
+def compare_var_endblock(der: dict, tb: Dict[str, dict], ta: Dict[str, dict],
+			 bsplats: list) -> List[Tuple[str, bool, str]]:
+	"""The loop that leaves its entry queued: finish_wait() added after it;
+	the before form warns, the after form does not and loses no wakeup."""
+	body = writer_text(der.get('after_c', ''), VAR_WAIT)
+	ok = VAR_WAIT in der['fixed'] and 'finish_wait(__var_waitqueue(&ctx->seq), &wqe.wq_entry);' in body
+	checks = [('rule/%s' % VAR_CASE, ok, 'rewritten' if ok else 'not rewritten: %s' % der.get(
+		'unfixed_reasons', {}).get(VAR_WAIT, 'no finish_wait() in after.c'))]
+	b = tb.get(VAR_CASE, {})
+	n = sum(1 for s in bsplats if SPLAT in s.get('title', '') and s.get('test') == VAR_CASE) or \
+		len([s for s in b.get('splats', []) if SPLAT in s])
+	checks.append(('before/%s/warns' % VAR_CASE, b.get('status') in ('PASS', 'SUCCESS') and n >= 1,
+		       'status %s, %d "%s" splat(s), %s' % (b.get('status', 'missing'), n, SPLAT, lost_of(b))))
+	a = ta.get(VAR_CASE, {})
+	checks.append(('after/%s' % VAR_CASE, a.get('status') in ('PASS', 'SUCCESS') and not a.get('splats'),
+		       'status %s, %s, splats %s' % (a.get('status', 'missing'), lost_of(a), a.get('splats', []))))
 	return checks
 
 
