@@ -16,7 +16,12 @@
 //# before it.  The driver picks a loop only when every
 //# sleeping call of the finding runs after it, the statement after it is
 //# in the same block, and no label between the loop and those calls can be
-//# reached by a goto from inside it.  Run alone, the rule changes nothing.
+//# reached by a goto from inside it.  NESTSLEEP_BEFORE holds the line of a
+//# statement inside a wait loop whose entry has a wake function of its own
+//# (scripts/nestsleep/fix/entries.py): the restore goes just before it,
+//# by the same rule as NESTSLEEP_NEXT (the sleeping call runs at the top
+//# of the next pass, before prepare_to_wait*() sets the state again).
+//# Run alone, the rule changes nothing.
 // Confidence: High
 // Copyright: (C) 2026 The nestsleep developers.
 // URL: https://coccinelle.gitlabpages.inria.fr/website
@@ -31,6 +36,7 @@ import os
 
 NS_LOOPS = set(os.environ.get("NESTSLEEP_LOOPS", "").split())
 NS_NEXT = set(os.environ.get("NESTSLEEP_NEXT", "").split())
+NS_BEFORE = set(os.environ.get("NESTSLEEP_BEFORE", "").split())
 
 
 def ns_loop(p):
@@ -38,7 +44,7 @@ def ns_loop(p):
 
 
 def ns_next(p):
-    return p[0].line in NS_NEXT
+    return p[0].line in NS_NEXT or p[0].line in NS_BEFORE
 
 // for and while loops: right after the loop
 
@@ -77,7 +83,8 @@ expression E1, E2, E3;
 + __set_current_state(TASK_RUNNING);
 )
 
-// do ... while loops: before the statement after the loop
+// do ... while loops: before the statement after the loop; and, for
+// NESTSLEEP_BEFORE, before the statement of the sleeping call
 
 @depends on patch@
 position p : script:python() { ns_next(p) };

@@ -14,6 +14,8 @@ One module per rewrite, each paired with its rule in cocci/:
   leaves its entry queued
   a loop whose state outlives it -> restore.py, restore_after_loop.cocci
   prepare_to_wait() loops        -> prepare_to_wait.py, fix_prepare_to_wait.cocci
+  prepare_to_wait() loops on an  -> entries.py, restore_after_loop.cocci
+  entry with its own wake func.     (NESTSLEEP_BEFORE): a restore before the call
   set_current_state() loops on a -> set_current_state.py, fix_set_current_state.cocci
   wait queue
   set_current_state() loops of a -> own_queue.py, fix_set_current_state.cocci
@@ -45,10 +47,23 @@ this rewriter proves correct), with the reason.
 
 import os
 
-from nestsleep.fix import (finish_wait, includes, own_queue, polls, prepare_to_wait, restore, set_current_state,
-			   thread_exit, wait_event, wakers)
+from nestsleep.fix import (entries, finish_wait, includes, own_queue, polls, prepare_to_wait, restore,
+			   set_current_state, thread_exit, wait_event, wakers)
 from nestsleep.fix.edits import Edit, FileText, Refuse, Unit, apply_edits, min_conf, unified_diff
 from nestsleep.fix.wait_event import REPORT_ONLY
+
+
+def plan_prepare_to_wait(fx, f, u):
+	"""A prepare_to_wait*() loop: converted (prepare_to_wait.py), or, when
+	its entry has a wake function of its own, never converted, and
+	TASK_RUNNING restored before the sleeping call (entries.py)."""
+	rel, ft, t, m, o, c = entries.loop_site(fx, f)
+	preps, ent = entries.entry_of(fx, ft, o, c)
+	wake = entries.own_wake_function(ft, o, c, ent)
+	if wake:
+		entries.plan_restore_before_call(fx, f, u, preps, ent, wake)
+	else:
+		prepare_to_wait.plan_prepare_to_wait(fx, f, u)
 
 
 def plan_set_current_state(fx, f, u):
@@ -73,7 +88,7 @@ def rewrite_set_current_state(fx, u):
 # shape -> its plan; a shape not here has no rule (restore.plan_state_helper())
 PLANS = {
 	"wait_event": wait_event.plan_wait_event,
-	"prepare_to_wait": prepare_to_wait.plan_prepare_to_wait,
+	"prepare_to_wait": plan_prepare_to_wait,
 	"set_current_state": plan_set_current_state,
 	"thread_exit": thread_exit.plan_thread_exit,
 }
