@@ -44,6 +44,7 @@ class Unit:
 		self.text_sites = 0    # sites rewritten by plan_wait_event_text()
 		self.ptw = None        # the loop for fix_prepare_to_wait.cocci
 		self.own = None        # the loop for fix_set_current_state.cocci (own queue)
+		self.restore_call = False  # entries.py: TASK_RUNNING restored before the call
 		self.waker_sites = {}  # rel -> {"line:col": waker} for fix_wakers.cocci
 		self.dead_copies = {}  # rel -> {(function, name): "file:line"} for fix_wakers.cocci
 

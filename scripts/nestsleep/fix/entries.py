@@ -105,6 +105,7 @@ def plan_restore_before_call(fx, f, u, preps, ent, wake):
 	for e in edits:
 		e.key = ("restore-before", rel, e.s)
 		u.add(rel, e)
+	u.restore_call = True
 	u.reasons.append("the wait entry %s has a wake function of its own, %s(), which filters the wakeups: "
 			 "it is not converted to wait_woken().  %s() runs at the top of the next pass, in the state "
 			 "the last pass set; TASK_RUNNING is now restored before it.  %s() sets the state again after "

@@ -397,6 +397,10 @@ def changelog(kdir, group, table, records, signoff, tags, git=False, later=None)
 		tail = reasons[0][0].rstrip(".").rpartition("; ")[2]
 		paras.append(wrap("Set the task state back to TASK_RUNNING as soon as the wait loop ends, before %s() "
 				  "runs; %s." % (group[0][1][0]["call"], tail)))
+	elif all(fs[0]["fix"]["kind"] == "restore_call" for name, fs in group) and len(reasons) == 1:
+		# entries.py: the reason says what the restore keeps
+		paras.append(wrap("Set the task state back to TASK_RUNNING before %s() runs: %s." % (
+			group[0][1][0]["call"], reasons[0][0].rstrip("."))))
 	elif len(reasons) == 1:
 		paras.append(wrap("%s: %s." % (how, reasons[0][0].rstrip("."))))
 	else:

@@ -93,7 +93,7 @@ def cover_kinds(ent):
 	out = collections.OrderedDict()
 	for i, e in enumerate(ent["patches"], 1):
 		k = e.get("kind")
-		out.setdefault(k if k in ("restore", "finish_wait") else "woken" if k in WOKEN_KINDS else
+		out.setdefault(k if k in ("restore", "finish_wait", "restore_call") else "woken" if k in WOKEN_KINDS else
 			       "missed" if k == "missed_wakeup" else "other", []).append(i)
 	return out
 
@@ -109,6 +109,8 @@ def cover_how(kinds, n, git):
 			    "call that may sleep, and leaves the wait itself as it is", "set"),
 		"finish_wait": ("calls finish_wait() as soon as the wait loop ends, before the call that may sleep, "
 				"which sets TASK_RUNNING and takes the wait entry off its queue", "call"),
+		"restore_call": ("sets the task state back to TASK_RUNNING before the call that may sleep, and "
+				 "leaves the wait and its wait entry as they are", "set"),
 		"woken": ("rewrites the wait into %s" % form, "rewrite"),
 		"missed": ("adds the wakeup that a writer of the wait's condition misses (a missed wakeup, not a "
 			   "nested sleep)", "add"),

@@ -127,7 +127,8 @@ def subject_core(prefix, group):
 			funcs.append(fs[0]["function"])
 	if len(funcs) == 1:
 		fs0 = [f for n, fs in group for f in fs]
-		if all(f.get("fix", {}).get("kind") == "restore" for f in fs0) and len(set(f["call"] for f in fs0)) == 1:
+		if all(f.get("fix", {}).get("kind") in ("restore", "restore_call") for f in fs0) and \
+				len(set(f["call"] for f in fs0)) == 1:
 			# the call runs after the loop, not in it: say what the
 			# patch does, not 'nested sleep'
 			return "%s set TASK_RUNNING before %s() in %s()" % (prefix, fs0[0]["call"], funcs[0])
