@@ -351,3 +351,70 @@ void nst_var_wait_endblock(struct nst_ctx *ctx)
 	ctx->evals++;
 	mutex_unlock(&ctx->lock);
 }
+
+/*
+ * A wait entry with a wake function of its own (6.1 io_cqring_wait()):
+ * nst_own_wake_function() wakes only when the condition holds.  The first
+ * pass asks for a retry without sleeping (io_cqring_wait_schedule()'s
+ * overflow return), so the next pass takes ctx->lock in nst_own_flush()
+ * in the state prepare_to_wait_exclusive() set.  MODE=patch keeps the
+ * entry and restores TASK_RUNNING before nst_own_flush().
+ */
+struct nst_own_wait {
+	struct wait_queue_entry wq;
+	struct nst_ctx *ctx;
+};
+
+static noinline bool nst_own_should_wake(struct nst_ctx *ctx)
+{
+	return READ_ONCE(ctx->seq) >= READ_ONCE(ctx->target);
+}
+
+static int nst_own_wake_function(struct wait_queue_entry *curr,
+				 unsigned int mode, int wake_flags, void *key)
+{
+	struct nst_own_wait *ow = container_of(curr, struct nst_own_wait, wq);
+
+	if (nst_own_should_wake(ow->ctx))
+		return autoremove_wake_function(curr, mode, wake_flags, key);
+	return 0;
+}
+
+/* io_cqring_overflow_flush(): takes the mutex */
+static noinline void nst_own_flush(struct nst_ctx *ctx)
+{
+	mutex_lock(&ctx->lock);
+	ctx->evals++;
+	mutex_unlock(&ctx->lock);
+}
+
+/* io_cqring_wait_schedule(): tests the condition, may retry at once */
+static noinline int nst_own_schedule(struct nst_own_wait *ow, bool retry)
+{
+	if (nst_own_should_wake(ow->ctx))
+		return 0;
+	if (retry)
+		return 1;
+	schedule();
+	return 1;
+}
+
+void nst_own_wake_wait(struct nst_ctx *ctx)
+{
+	struct nst_own_wait ow;
+	bool retry = true;
+	int ret;
+
+	init_waitqueue_func_entry(&ow.wq, nst_own_wake_function);
+	ow.wq.private = current;
+	INIT_LIST_HEAD(&ow.wq.entry);
+	ow.ctx = ctx;
+
+	do {
+		nst_own_flush(ctx);
+		prepare_to_wait_exclusive(&ctx->wq, &ow.wq, TASK_UNINTERRUPTIBLE);
+		ret = nst_own_schedule(&ow, retry);
+		retry = false;
+	} while (ret > 0);
+	finish_wait(&ctx->wq, &ow.wq);
+}

@@ -139,11 +139,18 @@ static long nst_v_prepare_to_wait_goto(struct nst_ctx *ctx, long timeout)
 	return nst_prepare_to_wait_goto(ctx, timeout);
 }
 
+static long nst_v_own_wake(struct nst_ctx *ctx, long timeout)
+{
+	nst_own_wake_wait(ctx);
+	return 0;
+}
+
 enum {
 	V_WAIT_EVENT, V_INTERRUPTIBLE, V_TIMEOUT, V_INTERRUPTIBLE_TIMEOUT,
 	V_KILLABLE, V_PREPARE_TO_WAIT, V_SET_CURRENT_STATE, V_TIMEOUT_MSLEEP,
 	/* issue 34 */
 	V_PTW_GOTO,
+	V_OWN_WAKE,
 };
 
 static const struct nst_variant nst_variants[] = {
@@ -159,6 +166,7 @@ static const struct nst_variant nst_variants[] = {
 			       NST_REMAIN, false },
 	/* issue 34 */
 	[V_PTW_GOTO] = { "prepare_to_wait_goto", nst_v_prepare_to_wait_goto, NST_REMAIN, false },
+	[V_OWN_WAKE] = { "own_wake_function", nst_v_own_wake, NST_VOID, false },
 };
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -1311,6 +1319,9 @@ static const struct nst_case nst_cases[] = {
 	{ "stress_prepare_to_wait_goto", nst_case_stress, V_PTW_GOTO, 0, 1 },
 	/* a prepare_to_wait() loop on a variable's queue that leaves its entry queued */
 	{ "var_endblock", nst_case_var_endblock, -1, 0, 1, "nst_var_wait_endblock" },
+	/* an entry with its own wake function: TASK_RUNNING restored before the call */
+	{ "own_wake_function", nst_case_variant, V_OWN_WAKE, 0, 1 },
+	{ "stress_own_wake_function", nst_case_stress, V_OWN_WAKE, 0, 1 },
 };
 
 /* ---- selection, KTAP, and the module parameters ------------------------ */

@@ -137,4 +137,7 @@ long nst_prepare_to_wait_goto(struct nst_ctx *ctx, long timeout);
  */
 void nst_var_wait_endblock(struct nst_ctx *ctx);
 
+/* a wait entry with a wake function of its own (io_cqring_wait()) */
+void nst_own_wake_wait(struct nst_ctx *ctx);
+
 #endif /* NST_H */

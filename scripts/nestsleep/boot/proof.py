@@ -45,7 +45,9 @@ WAIT_CASES = ('wait_event', 'wait_event_interruptible', 'wait_event_timeout',
 	      'wait_event_interruptible_timeout', 'wait_event_killable', 'prepare_to_wait_loop',
 	      'set_current_state_loop',
 	      # issue 34: a prepare_to_wait_exclusive() loop left by gotos (sctp)
-	      'prepare_to_wait_goto')
+	      'prepare_to_wait_goto',
+	      # entries.py: an entry with its own wake function, restored before the call
+	      'own_wake_function')
 SEMANTICS = ('timeout_expires', 'interruptible_timeout_expires', 'timeout_remainder',
 	     'interruptible_timeout_remainder', 'interruptible_signal', 'interruptible_timeout_signal',
 	     'killable_sigkill', 'killable_ignores_sigusr1')
