@@ -47,6 +47,11 @@
 //# so the schedule() calls, picked by position, are rewritten first, and
 //# the later rules find their code by the function and the entry.  A
 //# do ... while loop is not matched ("not supported" in spatch 1.1.1).
+//# An entry that is a parameter of the function ("param": true, the
+//# vsock_connectible_wait_data() shape; scripts/nestsleep/fix/entries.py
+//# checks its callers) is named without '&' in the function, and the
+//# DEFINE_WAIT() of each caller (NESTSLEEP_SITES "callers": function ->
+//# the name of its entry) becomes the DEFINE_WAIT_FUNC().
 //# Run alone, the rule changes nothing.
 // Confidence: High
 // Copyright: (C) 2026 The nestsleep developers.
@@ -69,18 +74,28 @@ def ns_sched(p):
 	return "%s:%s" % (p[0].line, p[0].column) in NS_SCHED
 
 
+def ns_param():
+	return bool(NS.get("param"))
+
+
+def ns_caller(p, x):
+	return bool(NS) and NS.get("callers", {}).get(p[0].current_element) == str(x)
+
+
 def ns_here(p, form=None):
 	return bool(NS) and p[0].current_element == NS["func"] and \
 		(form is None or NS["form"] == form)
 
 @script:python args@
 entry;
+ref;
 q;
 st;
 add;
 @@
 
 coccinelle.entry = cocci.make_ident(NS.get("entry", "wait"))
+coccinelle.ref = cocci.make_expr(("%s" if NS.get("param") else "&%s") % NS.get("entry", "wait"))
 coccinelle.q = cocci.make_expr(NS.get("queue", "wq"))
 coccinelle.st = cocci.make_expr(NS.get("state", "TASK_UNINTERRUPTIBLE"))
 coccinelle.add = cocci.make_ident(NS.get("add", "add_wait_queue"))
@@ -89,7 +104,7 @@ coccinelle.add = cocci.make_ident(NS.get("add", "add_wait_queue"))
 // first change.
 
 @depends on patch@
-identifier args.entry;
+expression args.ref;
 expression args.st;
 expression T;
 position p : script:python() { ns_sched(p) };
@@ -97,10 +112,10 @@ position p : script:python() { ns_sched(p) };
 
 (
 - schedule@p()
-+ wait_woken(&entry, st, MAX_SCHEDULE_TIMEOUT)
++ wait_woken(ref, st, MAX_SCHEDULE_TIMEOUT)
 |
 - schedule_timeout@p(T)
-+ wait_woken(&entry, st, T)
++ wait_woken(ref, st, T)
 )
 
 // The entry.
@@ -180,3 +195,58 @@ position p : script:python() { ns_here(p) };
 
 - finish_wait@p(E, &entry)
 + remove_wait_queue(E, &entry)
+
+// An entry passed in by the callers ("param"): the same, on the pointer.
+
+@depends on patch@
+identifier ptw = {prepare_to_wait, prepare_to_wait_exclusive};
+identifier args.entry, args.add;
+expression args.q;
+expression E;
+position p : script:python() { ns_here(p, "top") and ns_param() };
+@@
+
+(
++ add(q, entry);
+  for (...;...;...) {
+  ... when != ptw(E, entry, ...);
+- ptw@p(E, entry, ...);
+  ...
+  }
+|
++ add(q, entry);
+  while (...) {
+  ... when != ptw(E, entry, ...);
+- ptw@p(E, entry, ...);
+  ...
+  }
+)
+
+@depends on patch@
+identifier ptw = {prepare_to_wait, prepare_to_wait_exclusive};
+identifier args.entry;
+expression E;
+position p : script:python() { ns_here(p) and ns_param() };
+@@
+
+- ptw@p(E, entry, ...);
+
+@depends on patch@
+identifier args.entry;
+expression E;
+position p : script:python() { ns_here(p) and ns_param() };
+@@
+
+- finish_wait@p(E, entry)
++ remove_wait_queue(E, entry)
+
+// ... and each caller's entry, which the driver checked is used only as
+// the argument of the function.
+
+@depends on patch@
+identifier x;
+position p : script:python(x) { ns_caller(p, x) };
+@@
+
+- DEFINE_WAIT@p(x);
++ DEFINE_WAIT_FUNC(x, woken_wake_function);

@@ -173,3 +173,116 @@ def helper_body(ft, fn):
 		return None
 	bo = mm.end() - 1
 	return bo, match_close(m, bo)
+
+
+def plan_entry_param(fx, f, ft, o, c, ent):
+	"""The wait entry ent of f's loop is a parameter of f (6.1
+	vsock_connectible_wait_data()).  Converted with the loop only when
+	each call is a complete add/remove cycle of an entry its caller
+	owns: f is static and never used but called, every caller declares
+	the entry with DEFINE_WAIT() and uses it only as that argument, and
+	f uses it only in its prepare_to_wait*() and finish_wait() calls.
+	Returns {caller: entry name}; refuses otherwise, with the reason."""
+	m = ft.m
+	func = f["function"]
+	params, hs = signature(ft, o)
+	idx = [i for i, p in enumerate(params) if re.search(r"\b%s$" % re.escape(ent), p)]
+	if len(idx) != 1 or not re.match(r"^(?:const\s+)?(?:struct\s+wait_queue_entry|wait_queue_entry_t)\s*\*\s*\w+$",
+					 params[idx[0]]):
+		raise Refuse("manual", "the wait entry %s is neither a local variable nor a wait_queue_entry "
+			     "parameter" % ent)
+	if not re.match(r"static\b", m[hs:o].lstrip()):
+		raise Refuse("manual", "the wait entry %s is a parameter of %s(), which is not static: a caller "
+			     "in another file may pass any entry; convert by hand" % (ent, func))
+	uses = re.compile(r"\b%s\b" % re.escape(ent)).findall(m, o, c)
+	calls = [x for x in calls_in(ft, o, c, sorted(fx.kn.words.prepare) + ["finish_wait"])
+		 if split_arg(ft, x, 1) == ent]
+	if len(uses) != len(calls):
+		raise Refuse("manual", "%s() uses the wait entry %s for something else than prepare_to_wait*() "
+			     "and finish_wait(); convert by hand" % (func, ent))
+	if not any(x[0] == "finish_wait" for x in calls):
+		raise Refuse("manual", "%s() does not finish the entry %s its caller passes in (the caller "
+			     "does, or nobody): a call is not a whole add/remove cycle; convert by hand"
+			     % (func, ent))
+	for mm in re.compile(r"\breturn\b").finditer(m, calls[0][1], calls[-1][1]):
+		if not re.search(r"\bfinish_wait\s*\([^;]*\)\s*;\s*$", m[calls[0][1]:mm.start()]):
+			raise Refuse("manual", "a return in %s() leaves the entry %s its caller passed in on the queue"
+				     % (func, ent))
+	return callers_of(fx, ft, func, idx[0], hs, (o, c))
+
+
+def signature(ft, o):
+	"""([parameter text], start of the definition) of the function whose
+	body opens at o."""
+	m = ft.m
+	pc = m.rfind(")", 0, o)
+	depth, k = 0, pc
+	while k >= 0:
+		if m[k] == ")":
+			depth += 1
+		elif m[k] == "(":
+			depth -= 1
+			if depth == 0:
+				break
+		k -= 1
+	params = [" ".join(m[x:y].split()) for x, y in split_top(m, k + 1, pc)]
+	hs = max(m.rfind(";", 0, k), m.rfind("}", 0, k), m.rfind("#", 0, k)) + 1
+	if m[hs - 1:hs] == "#":
+		hs = m.find("\n", hs) + 1
+	return params, hs
+
+
+def split_arg(ft, call, i):
+	"""The i-th argument of call (name, pos, open, close), flattened, or
+	None."""
+	a = [flat(ft.t, ft.m, x, y) for x, y in split_top(ft.m, call[2] + 1, call[3])]
+	return a[i] if len(a) > i else None
+
+
+def callers_of(fx, ft, func, i, hs, body):
+	"""{caller: entry} for the calls of the static function func, whose
+	argument i must be &e of a DEFINE_WAIT(e) of the caller, used
+	nowhere else in it; refuses any other use of func or of e."""
+	m = ft.m
+	out = {}
+	for mm in re.finditer(r"\b%s\b" % re.escape(func), m):
+		at = mm.start()
+		if hs <= at < body[0]:
+			continue
+		nxt = next_nonspace(m, mm.end())
+		if m[nxt:nxt + 1] != "(":
+			raise Refuse("manual", "%s() is used other than by a call (line %d): its callers cannot all "
+				     "be checked" % (func, ft.t.count("\n", 0, at) + 1))
+		co, cc = function_body(m, at)
+		if co < 0:
+			continue    # a prototype
+		caller = flat(ft.t, m, *signature_name(m, co))
+		arg = split_arg(ft, (func, at, nxt, match_close(m, nxt)), i) or ""
+		if not re.match(r"^&\w+$", arg):
+			raise Refuse("manual", "%s() passes %s as the wait entry of %s(), not a local DEFINE_WAIT() "
+				     "entry" % (caller, arg or "nothing", func))
+		e = arg[1:]
+		if len(re.findall(r"\bDEFINE_WAIT\s*\(\s*%s\s*\)\s*;" % e, m[co:cc])) != 1:
+			raise Refuse("manual", "%s() does not declare the wait entry %s with DEFINE_WAIT()" % (caller, e))
+		n_use = len(re.findall(r"\b%s\b" % e, m[co:cc]))
+		n_arg = len(re.findall(r"\b%s\s*\(" % re.escape(func), m[co:cc]))
+		if n_use != 1 + n_arg or out.get(caller, e) != e:
+			raise Refuse("manual", "%s() uses the entry %s for something else than the argument of %s(); "
+				     "convert by hand" % (caller, e, func))
+		out[caller] = e
+	if not out:
+		raise Refuse("manual", "%s() has no caller in its file to pass the wait entry" % func)
+	return out
+
+
+def signature_name(m, o):
+	"""(start, end) of the name of the function whose body opens at o."""
+	pc = m.rfind(")", 0, o)
+	depth, k = 0, pc
+	while k >= 0:
+		depth += {")": 1, "(": -1}.get(m[k], 0)
+		if depth == 0 and m[k] == "(":
+			break
+		k -= 1
+	mm = re.search(r"(\w+)\s*$", m[:k])
+	return mm.start(1), mm.end(1)

@@ -46,6 +46,7 @@ this rewriter proves correct), with the reason.
 """
 
 import os
+import re
 
 from nestsleep.fix import (entries, finish_wait, includes, own_queue, polls, prepare_to_wait, restore,
 			   set_current_state, thread_exit, wait_event, wakers)
@@ -56,12 +57,16 @@ from nestsleep.fix.wait_event import REPORT_ONLY
 def plan_prepare_to_wait(fx, f, u):
 	"""A prepare_to_wait*() loop: converted (prepare_to_wait.py), or, when
 	its entry has a wake function of its own, never converted, and
-	TASK_RUNNING restored before the sleeping call (entries.py)."""
+	TASK_RUNNING restored before the sleeping call (entries.py); an
+	entry passed in by the callers is checked by entries.py first."""
 	rel, ft, t, m, o, c = entries.loop_site(fx, f)
 	preps, ent = entries.entry_of(fx, ft, o, c)
 	wake = entries.own_wake_function(ft, o, c, ent)
 	if wake:
 		entries.plan_restore_before_call(fx, f, u, preps, ent, wake)
+	elif ent and re.match(r"^[A-Za-z_]\w*$", ent):
+		# the entry is a parameter: converted with its callers' entries
+		prepare_to_wait.plan_prepare_to_wait(fx, f, u, entries.plan_entry_param(fx, f, ft, o, c, ent))
 	else:
 		prepare_to_wait.plan_prepare_to_wait(fx, f, u)
 

@@ -23,15 +23,17 @@ LABELS = re.compile(r"(?<![\w:])[A-Za-z_]\w*\s*:(?!:)")
 PREPARE_RULE = os.path.join(COCCI_DIR, "fix_prepare_to_wait.cocci")
 
 
-def plan_prepare_to_wait(fx, f, u):
+def plan_prepare_to_wait(fx, f, u, callers=None):
 	"""Check that the prepare_to_wait*() loop of f can be rewritten, and
 	record it for cocci/fix_prepare_to_wait.cocci, which makes the edit
-	(rewrite_prepare_to_wait(), when the unit is complete)."""
+	(rewrite_prepare_to_wait(), when the unit is complete).  callers:
+	for an entry that is a parameter of f, {caller: its DEFINE_WAIT()
+	entry}, checked by entries.plan_entry_param()."""
 	rel, ft, t, m, o, c = loop_site(fx, f)
 	if f["primitive"] == "prepare_to_wait_event":
 		raise Refuse("manual", "prepare_to_wait_event() returns the signal state; convert by hand")
-	preps, fins, (name, q, ent, state) = ptw_calls(fx, ft, o, c)
-	entry = ent[1:]
+	preps, fins, (name, q, ent, state) = ptw_calls(fx, ft, o, c, callers is not None)
+	entry = ent if callers else ent[1:]
 	loop, (lstart, bo, bc), add_at, ls0 = ptw_loop(ft, preps, name)
 	gotos = check_exits(ft, (o, c), bo, bc, fins, "finish_wait")
 	for fn, p, po, pc in fins:
@@ -41,6 +43,19 @@ def plan_prepare_to_wait(fx, f, u):
 	u.ptw = {"func": f["function"], "entry": entry, "queue": q, "state": state,
 		 "add": "add_wait_queue_exclusive" if name == "prepare_to_wait_exclusive" else "add_wait_queue",
 		 "form": "top" if loop else "before", "sched": sched, "prim": name}
+	if callers:
+		u.ptw.update(param=True, callers=callers)
+		names = ["%s()" % x for x in sorted(callers)]
+		u.reasons.append("the wait entry %s is a parameter of %s(), which queues and removes it on every "
+				 "path; the DEFINE_WAIT() entr%s of %s become%s DEFINE_WAIT_FUNC(..., "
+				 "woken_wake_function)" % (entry, f["function"], "ies" if len(names) > 1 else "y",
+							   " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1
+									else names), "" if len(names) > 1 else "s"))
+		u.caveats.append("a caller that calls %s() again with the same entry may find WQ_FLAG_WOKEN "
+				 "left set by a wakeup that came after the last wait_woken() of the previous call "
+				 "(add_wait_queue() and remove_wait_queue() keep it): the first wait_woken() of the "
+				 "next call then returns at once, one extra pass of the loop, no wakeup lost"
+				 % f["function"])
 	u.reasons.append("the %s() loop becomes an add_wait_queue()/wait_woken()/remove_wait_queue() loop: "
 			 "the code between the old %s() and schedule() now runs in TASK_RUNNING, and a wakeup "
 			 "that comes while it runs is kept by WQ_FLAG_WOKEN" % (name, name))
@@ -59,11 +74,12 @@ def plan_prepare_to_wait(fx, f, u):
 			 "the entry once")
 
 
-def ptw_calls(fx, ft, o, c):
+def ptw_calls(fx, ft, o, c, param=False):
 	"""(prepare_to_wait*() calls, finish_wait() calls, (name, queue,
 	entry, state)) of the function body m[o:c]: every prepare_to_wait*()
-	the same call on the same local DEFINE_WAIT() entry, every
-	finish_wait() on that queue and entry; refuses otherwise."""
+	the same call on the same local DEFINE_WAIT() entry (param: on the
+	same parameter, entries.plan_entry_param()), every finish_wait() on
+	that queue and entry; refuses otherwise."""
 	t, m = ft.t, ft.m
 	preps = calls_in(ft, o, c, sorted(fx.kn.words.prepare))
 	fins = calls_in(ft, o, c, ["finish_wait"])
@@ -78,6 +94,12 @@ def ptw_calls(fx, ft, o, c):
 			raise Refuse("manual", "the function calls prepare_to_wait*() with different queues, "
 				     "entries or states")
 	name, (q, ent, state) = sig
+	if param:
+		if not fins:
+			raise Refuse("manual", "no finish_wait() for the entry")
+		if any([flat(t, m, x, y) for x, y in split_top(m, po + 1, pc)] != [q, ent] for fn, p, po, pc in fins):
+			raise Refuse("manual", "finish_wait() on another queue or entry")
+		return preps, fins, (name, q, ent, state)
 	if not ent.startswith("&") or not re.match(r"^[A-Za-z_]\w*$", ent[1:]):
 		raise Refuse("manual", "the wait entry %s is not a local variable" % ent)
 	entry = ent[1:]
