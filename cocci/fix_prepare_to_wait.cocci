@@ -46,7 +46,8 @@
 //# spatch 1.1.1 gives wrong positions to the rules that follow a change,
 //# so the schedule() calls, picked by position, are rewritten first, and
 //# the later rules find their code by the function and the entry.  A
-//# do ... while loop is not matched ("not supported" in spatch 1.1.1).
+//# do ... while statement is not matched ("not supported" in spatch 1.1.1,
+//# which edits the statements in its body but not the loop as a whole).
 //# An entry that is a parameter of the function ("param": true, the
 //# vsock_connectible_wait_data() shape; scripts/nestsleep/fix/entries.py
 //# checks its callers) is named without '&' in the function, and the

@@ -53,7 +53,8 @@
 //# that holds the new wait_woken().  The static
 //# queue head, the wakers in other functions and the forwarded entries
 //# are text edits of the driver (see plan_own_queue()).  A do ... while
-//# loop is not matched ("not supported" in spatch 1.1.1): the driver
+//# statement is not matched as a whole ("not supported" in spatch 1.1.1,
+//# which edits the statements in its body): the driver
 //# refuses it.  Run alone, the rule changes nothing.
 // Confidence: High
 // Copyright: (C) 2026 The nestsleep developers.

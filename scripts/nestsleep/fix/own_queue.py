@@ -77,8 +77,13 @@ def own_loop(ft, setters):
 	statement(ft, first[1], first[3], first[0])
 	lstart, bo, bc = setter_loop(ft, first)
 	if re.match(r"do\b", m[lstart:lstart + 3]):
-		raise Refuse("manual", "own queue: the loop is a do ... while loop, which spatch 1.1.1 does not "
-			     "match (\"not supported\"); give the thread a wait queue of its own by hand")
+		# spatch 1.1.1 edits the statements in a do ... while body, but
+		# a pattern of the do ... while statement itself stops it with
+		# "not supported", and the "wrap" pass needs one
+		raise Refuse("manual", "own queue: the loop is a do ... while loop: spatch 1.1.1 edits the "
+			     "statements in its body but does not match the do ... while statement itself "
+			     "(\"not supported\"), which the rule needs to put the queue around the loop; give "
+			     "the thread a wait queue of its own by hand")
 	if t[line_start(t, lstart):lstart].strip():
 		raise Refuse("manual", "the loop statement shares its line with other code")
 	later_setters(ft, setters, bo, bc)

@@ -22,6 +22,12 @@ from nestsleep.fix.spatch import spatch_text
 LABELS = re.compile(r"(?<![\w:])[A-Za-z_]\w*\s*:(?!:)")
 PREPARE_RULE = os.path.join(COCCI_DIR, "fix_prepare_to_wait.cocci")
 
+# spatch 1.1.1 edits the statements in a do ... while body, but a pattern
+# of the do ... while statement itself stops it with "not supported", and
+# the rule needs one to queue the entry before the loop
+DO_WHILE = ("the loop is a do ... while loop: spatch 1.1.1 does not match the do ... while statement itself "
+	    "(\"not supported\"), which the rule needs to queue the entry before the loop")
+
 
 def plan_prepare_to_wait(fx, f, u, callers=None):
 	"""Check that the prepare_to_wait*() loop of f can be rewritten, and
@@ -126,7 +132,7 @@ def ptw_loop(ft, preps, name):
 	if loop:
 		lstart, bo, bc = loop
 		if not re.match(r"(for|while)\b", m[lstart:lstart + 5]):
-			raise Refuse("manual", "the loop is a do ... while loop, which spatch 1.1.1 does not match")
+			raise Refuse("manual", DO_WHILE)
 		if t[line_start(t, lstart):lstart].strip():
 			raise Refuse("manual", "the loop statement shares its line with other code")
 		add_at = line_start(t, lstart)
@@ -136,8 +142,7 @@ def ptw_loop(ft, preps, name):
 		nxt = next_nonspace(m, first[3] + 2)
 		if not re.match(r"(for|while)\b", m[nxt:nxt + 5]):
 			if re.match(r"do\b", m[nxt:nxt + 3]):
-				raise Refuse("manual", "the loop is a do ... while loop, which spatch 1.1.1 does not "
-					     "match")
+				raise Refuse("manual", DO_WHILE)
 			raise Refuse("manual", "%s() is neither at the top of a loop nor right before one" % name)
 		lstart = nxt
 		bo = m.find("{", lstart)
