@@ -45,6 +45,7 @@ class Unit:
 		self.ptw = None        # the loop for fix_prepare_to_wait.cocci
 		self.own = None        # the loop for fix_set_current_state.cocci (own queue)
 		self.restore_call = False  # entries.py: TASK_RUNNING restored before the call
+		self.setter = None     # the setter for move_setter.cocci: moved or dropped
 		self.waker_sites = {}  # rel -> {"line:col": waker} for fix_wakers.cocci
 		self.dead_copies = {}  # rel -> {(function, name): "file:line"} for fix_wakers.cocci
 

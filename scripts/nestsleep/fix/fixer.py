@@ -20,6 +20,8 @@ One module per rewrite, each paired with its rule in cocci/:
   wait queue
   set_current_state() loops of a -> own_queue.py, fix_set_current_state.cocci
   thread on no queue                (more passes), a queue of its own
+  a set_current_state() out of   -> setter.py, move_setter.cocci: moved
+  its loop's place                  after the call, or dropped
   a thread that leaves its loop  -> thread_exit.py, restore_thread_exit.cocci
   with its state set
 
@@ -49,7 +51,7 @@ import os
 import re
 
 from nestsleep.fix import (entries, finish_wait, includes, own_queue, polls, prepare_to_wait, restore,
-			   set_current_state, thread_exit, wait_event, wakers)
+			   set_current_state, setter, thread_exit, wait_event, wakers)
 from nestsleep.fix.edits import Edit, FileText, Refuse, Unit, apply_edits, min_conf, unified_diff
 from nestsleep.fix.wait_event import REPORT_ONLY
 
@@ -72,10 +74,13 @@ def plan_prepare_to_wait(fx, f, u):
 
 
 def plan_set_current_state(fx, f, u):
-	"""A set_current_state() loop: on the wait queue its thread adds itself
-	to (set_current_state.py), or, on none, on a queue of its own
-	(own_queue.py)."""
+	"""A set_current_state() loop: a setter out of its place is moved or
+	dropped (setter.py); else the loop is rewritten on the wait queue its
+	thread adds itself to (set_current_state.py), or, on none, on a queue
+	of its own (own_queue.py)."""
 	setters, state, adds = set_current_state.loop_setters(fx, f)
+	if setter.plan_setter(fx, f, u, setters, state):
+		return
 	if adds:
 		set_current_state.plan_set_current_state(fx, f, u, setters, state, adds)
 	else:
@@ -106,6 +111,7 @@ REWRITES = (
 	("sites", wait_event.rewrite_wait_events),
 	("ptw", prepare_to_wait.rewrite_prepare_to_wait),
 	("own", rewrite_set_current_state),
+	("setter", setter.rewrite_setter),
 )
 
 
