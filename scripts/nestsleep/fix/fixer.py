@@ -232,8 +232,8 @@ class Fixer:
 			pass    # the whole loop of this function is rewritten already
 		else:
 			PLANS.get(shape, restore.plan_state_helper)(self, f, u)
-		# entries.py's restore before the call names its own kind
-		kind = "restore_call" if u.restore_call else kind_of(f)
+		# entries.py's restore before the call and setter.py's move name their own kinds
+		kind = "restore_call" if u.restore_call else "setter" if u.setter else kind_of(f)
 		if u.kind and u.kind != kind:
 			raise Refuse("manual", "the function mixes %s and %s waits" % (u.kind, kind))
 		u.kind = kind

@@ -28,7 +28,7 @@ import re
 
 from nestsleep import COCCI_DIR
 from nestsleep.fix.ctext import flat, line_start, match_close, next_nonspace, open_block, prev_nonspace
-from nestsleep.fix.edits import Refuse, lower
+from nestsleep.fix.edits import Refuse, Unit, lower
 from nestsleep.fix.sites import calls_in, loop_of, loop_site, statement
 from nestsleep.fix.spatch import spatch_edits
 
@@ -52,6 +52,16 @@ def plan_setter(fx, f, u, setters, state):
 	if s is None:
 		return False
 	loop = loop_of(ft, s[1])
+	if u.setter:
+		# another finding of the function: the same setter, to the
+		# same place, or none
+		v = Unit(u.rel, u.func, None)
+		if not plan_setter(fx, f, v, setters, state) or v.setter != u.setter:
+			raise Refuse("manual", "two findings of the function need their setters moved differently; "
+				     "move them by hand")
+		u.reasons += v.reasons
+		u.caveats += v.caveats
+		return True
 	if loop:
 		before = m[loop[1] + 1:s[1]]
 		if not before.strip() or re.search(r"\b%s\s*\([^;]*\)\s*;\s*$" % sched_rx(fx), before):
@@ -301,14 +311,12 @@ def plan_drop(fx, f, u, s, setters, lp, c):
 	sa = re.search(r"\b%s\s*\(" % sched_rx(fx), after)
 	if sa and not any(bc < x[1] < bc + sa.start() for x in setters):
 		raise Refuse("manual", "the setter before the loop cannot go: a sleep after the loop may need it")
-	line = t.count("\n", 0, own[0][1]) + 1
 	jumps = re.search(JUMPS, between[lstart - pc - 2:])
-	u.reasons.append("%s(%s) before the loop goes: the loop sets its own state before it sleeps (line %d), "
-			 "so the dropped setter only put the work before that line, %s() among it, in a "
+	u.reasons.append("%s(%s) before the loop goes: the loop sets its own state before it sleeps, so the "
+			 "dropped setter only put the work before the loop's own setter, %s() among it, in a "
 			 "sleeping state; nothing there reads the state, and the loop's sleep and its wakers "
-			 "are unchanged%s" % (name, st, line, f["call"],
-						"; a way out of the loop before line %d now leaves in TASK_RUNNING"
-						% line if jumps else ""))
+			 "are unchanged%s" % (name, st, f["call"], "; a way out of the loop before its own setter "
+						 "now leaves in TASK_RUNNING" if jumps else ""))
 	return ""
 
 

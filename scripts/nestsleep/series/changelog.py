@@ -387,6 +387,8 @@ def changelog(kdir, group, table, records, signoff, tags, git=False, later=None)
 	how = "Set the task state back to TASK_RUNNING as soon as %s ends" % (
 		"each wait loop" if many else "the wait loop") if restore else \
 		"Call finish_wait() right after %s" % ("each wait loop" if many else "the wait loop") if finish else \
+		"Leave %s as it is and fix where its state is set" % ("each wait" if many else "the wait") \
+		if all(fs[0]["fix"]["kind"] == "setter" for name, fs in group) else \
 		"Rewrite %s in %s" % ("each wait" if many else "the wait", WOKEN_FORM_GIT if git else WOKEN_FORM)
 	if all(fs[0]["fix"]["kind"] == "thread_exit" for name, fs in group):
 		how = "Set the task state back to TASK_RUNNING before the thread function leaves its wait loop"

@@ -152,7 +152,7 @@ def waker_items(kdir, fs, later=None):
 	two waits on one queue), and for a wait whose missed wakeup a later
 	patch of the series fixes (later: "file:line" of the wait -> (what
 	that finding says, the later patch's subject)), that patch."""
-	if fs[0]["fix"].get("kind") in ("restore", "finish_wait", "restore_call"):
+	if fs[0]["fix"].get("kind") in ("restore", "finish_wait", "restore_call", "setter"):
 		# the patch leaves the wait and its wakeups as they are
 		return []
 	files = {}

@@ -87,13 +87,14 @@ def cover_kinds(ent):
 	"""Patch numbers (1-based) by what the patch does, from each patch's
 	own fix kind (its record in series.json): 'restore' only sets the
 	task state back to TASK_RUNNING after the loop, 'finish_wait' calls
-	finish_wait() after it (fix/finish_wait.py), 'woken' rewrites the
+	finish_wait() after it (fix/finish_wait.py), 'setter' moves or
+	drops a set_current_state() (fix/setter.py), 'woken' rewrites the
 	wait into the wait_woken() form (fixer.kind_of()), 'other' anything
 	else, which the cover does not describe beyond its changelog."""
 	out = collections.OrderedDict()
 	for i, e in enumerate(ent["patches"], 1):
 		k = e.get("kind")
-		out.setdefault(k if k in ("restore", "finish_wait", "restore_call") else "woken" if k in WOKEN_KINDS else
+		out.setdefault(k if k in ("restore", "finish_wait", "restore_call", "setter") else "woken" if k in WOKEN_KINDS else
 			       "missed" if k == "missed_wakeup" else "other", []).append(i)
 	return out
 
@@ -111,6 +112,8 @@ def cover_how(kinds, n, git):
 				"which sets TASK_RUNNING and takes the wait entry off its queue", "call"),
 		"restore_call": ("sets the task state back to TASK_RUNNING before the call that may sleep, and "
 				 "leaves the wait and its wait entry as they are", "set"),
+		"setter": ("moves or drops the set_current_state() that put a call that may sleep in the wait's "
+			   "window, and leaves the wait itself as it is", "move"),
 		"woken": ("rewrites the wait into %s" % form, "rewrite"),
 		"missed": ("adds the wakeup that a writer of the wait's condition misses (a missed wakeup, not a "
 			   "nested sleep)", "add"),

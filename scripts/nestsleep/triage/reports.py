@@ -149,6 +149,9 @@ def suggested_fix(f):
 		return ("Restore `TASK_RUNNING` right after the wait loop (the patch below): %s." % fx.get("reason", ""))
 	if st == "patch" and fx.get("kind") == "restore_call":
 		return ("Restore `TASK_RUNNING` before the sleeping call (the patch below): %s." % fx.get("reason", ""))
+	if st == "patch" and fx.get("kind") == "setter":
+		return ("Move or drop the `set_current_state()` and leave the wait as it is (the patch below): %s."
+			% fx.get("reason", ""))
 	if st == "patch":
 		return ("Rewrite the wait into the wait_woken() form (the patch below): %s. Where the inner sleep "
 			"is rare and a re-loop harmless, `sched_annotate_sleep()` in the sleeping callee is the "
