@@ -418,3 +418,32 @@ void nst_own_wake_wait(struct nst_ctx *ctx)
 	} while (ret > 0);
 	finish_wait(&ctx->wq, &ow.wq);
 }
+
+/*
+ * Issue 34, a set_current_state() in the middle of its loop (6.1
+ * apm_mainloop()'s shape, with a condition): the setter, then work that
+ * takes ctx.lock, then the test of ctx.seq, the flag the runner advances
+ * before its wake_up_process().  MODE=patch moves the setter after the
+ * work (scripts/nestsleep/fix/setter.py); the test after its new place
+ * keeps a wakeup that comes during the work.
+ */
+static noinline void nst_ksetter_work(struct nst_kctx *k)
+{
+	if (nst_reached(&k->ctx))
+		nst_kround_done(k);
+}
+
+int nst_kthread_setter(void *arg)
+{
+	struct nst_kctx *k = arg;
+
+	while (!kthread_should_stop()) {
+		k->setter_passes++;
+		set_current_state(TASK_UNINTERRUPTIBLE);
+		nst_ksetter_work(k);
+		if (READ_ONCE(k->ctx.seq) < READ_ONCE(k->ctx.target) && !kthread_should_stop())
+			schedule();
+		__set_current_state(TASK_RUNNING);
+	}
+	return 0;
+}

@@ -692,7 +692,9 @@ static enum nst_verdict nst_case_stress(const struct nst_case *c)
  * waker then wakes again, up to 10 times, so that the case fails instead of
  * hanging.
  */
-enum { K_GLOBAL, K_MEMBER, K_COPY, K_ESCAPE, K_PARK, K_OWNQ };
+enum { K_GLOBAL, K_MEMBER, K_COPY, K_ESCAPE, K_PARK, K_OWNQ,
+	K_SETTER,	/* issue 34: the moved setter */
+};
 
 struct task_struct *nst_kglobal_task;
 
@@ -741,6 +743,10 @@ static void nst_kwake(struct nst_kctx *k, int where)
 	case K_OWNQ:
 		nst_kwake_ownq(k);
 		break;
+	/* issue 34: ctx.seq, the flag its loop tests, is set: wake it */
+	case K_SETTER:
+		wake_up_process(k->setter_task);
+		break;
 	}
 }
 
@@ -766,6 +772,10 @@ static bool nst_kstart(struct nst_kctx *k, int where)
 	case K_OWNQ:
 		k->ownq_task = kthread_run(nst_kthread_ownq, k, "nst/kownq");
 		return !IS_ERR(k->ownq_task);
+	/* issue 34 */
+	case K_SETTER:
+		k->setter_task = kthread_run(nst_kthread_setter, k, "nst/ksetter");
+		return !IS_ERR(k->setter_task);
 	}
 	return false;
 }
@@ -791,6 +801,10 @@ static void nst_kstop(struct nst_kctx *k, int where)
 		break;
 	case K_OWNQ:
 		kthread_stop(k->ownq_task);
+		break;
+	/* issue 34 */
+	case K_SETTER:
+		kthread_stop(k->setter_task);
 		break;
 	}
 }
@@ -1322,6 +1336,8 @@ static const struct nst_case nst_cases[] = {
 	/* an entry with its own wake function: TASK_RUNNING restored before the call */
 	{ "own_wake_function", nst_case_variant, V_OWN_WAKE, 0, 1 },
 	{ "stress_own_wake_function", nst_case_stress, V_OWN_WAKE, 0, 1 },
+	/* issue 34: a set_current_state() in the middle of the loop, moved */
+	{ "kthread_setter", nst_case_kthread, K_SETTER, 0, 1, "nst_kthread_setter" },
 };
 
 /* ---- selection, KTAP, and the module parameters ------------------------ */

@@ -46,6 +46,9 @@ struct nst_kctx {
 	struct task_struct *stash;	/* the escape case, set by nst_kstash() */
 	struct task_struct *park_task;	/* the park case */
 	struct task_struct *ownq_task;	/* the own-queue case */
+	/* issue 34: a setter in the middle of the loop (fix/setter.py) */
+	struct task_struct *setter_task;	/* the moved-setter case */
+	unsigned long setter_passes;	/* its passes through the loop */
 };
 
 extern struct task_struct *nst_kglobal_task;	/* the global case */
@@ -63,6 +66,9 @@ int nst_kthread_escape(void *arg);
 int nst_kthread_park(void *arg);
 int nst_kthread_ownq(void *arg);
 void nst_kwake_ownq(struct nst_kctx *k);
+/* issue 34: the moved-setter case, woken by wake_up_process() after the
+ * runner has advanced ctx.seq (the flag its loop tests) */
+int nst_kthread_setter(void *arg);
 
 /* One function per wait variant.  Each one is rewritten as a unit. */
 void nst_wait_event(struct nst_ctx *ctx);

@@ -68,6 +68,9 @@ POLL_CASE, POLL_WAIT, POLL_REASON = 'poll_held_lock', 'nst_poll_wait', 'takes p-
 # wake_up_var(), that leaves its entry queued (pkt_make_request_write()):
 # MODE=patch adds finish_wait() after the loop
 VAR_CASE, VAR_WAIT = 'var_endblock', 'nst_var_wait_endblock'
+# issue 34: a set_current_state() in the middle of its loop, moved after the
+# work by fix/setter.py (the kthread machinery: rounds, 0 lost wakeups)
+KTHREAD_PATCHED += ('kthread_setter',)
 
 
 class ProofError(Exception):
