@@ -81,10 +81,24 @@ def plan_set_current_state(fx, f, u):
 	setters, state, adds = set_current_state.loop_setters(fx, f)
 	if setter.plan_setter(fx, f, u, setters, state):
 		return
-	if adds:
-		set_current_state.plan_set_current_state(fx, f, u, setters, state, adds)
-	else:
-		own_queue.plan_own_queue(fx, f, u, setters, state)
+	try:
+		if adds:
+			set_current_state.plan_set_current_state(fx, f, u, setters, state, adds)
+		else:
+			own_queue.plan_own_queue(fx, f, u, setters, state)
+	except Refuse as r:
+		# a loop the wait_woken() rewrites refuse (a waker they cannot
+		# convert): the setter's move needs no waker converted
+		if u.findings or u.kind:
+			raise
+		u.__init__(u.rel, u.func, None)
+		try:
+			if setter.plan_setter(fx, f, u, setters, state, fits=True):
+				return
+		except Refuse:
+			pass
+		u.__init__(u.rel, u.func, None)
+		raise r
 
 
 def rewrite_set_current_state(fx, u):

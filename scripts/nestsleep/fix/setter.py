@@ -29,6 +29,7 @@ import re
 from nestsleep import COCCI_DIR
 from nestsleep.fix.ctext import flat, line_start, match_close, next_nonspace, open_block, prev_nonspace
 from nestsleep.fix.edits import Refuse, Unit, lower
+from nestsleep.fix.set_current_state import later_setters, setter_loop
 from nestsleep.fix.sites import calls_in, loop_of, loop_site, statement
 from nestsleep.fix.spatch import spatch_edits
 
@@ -42,21 +43,23 @@ STATE_READS = r"\b(?:task_is_running|get_current_state|task_state_index)\s*\(|\b
 JUMPS = r"\b(?:break|continue|return|goto)\b"
 
 
-def plan_setter(fx, f, u, setters, state):
+def plan_setter(fx, f, u, setters, state, fits=False):
 	"""Plan the setter of finding f when it is one of this module's
 	shapes (a move or a drop) and return True; False leaves f to the
-	wait_woken() rewrites.  Raises Refuse."""
+	wait_woken() rewrites.  Raises Refuse.  fits: the loop has the
+	place those rewrites take, and they refused it: only a move, and
+	only of the first setter, which there may stand mid-loop."""
 	rel, ft, t, m, o, c = loop_site(fx, f)
 	at = ft.offset(f["line"], f["col"])
 	s = next((x for x in setters if x[1] == at), None)
-	if s is None:
+	if s is None or (fits and s is not setters[0]) or (not fits and loop_fits(ft, setters)):
 		return False
 	loop = loop_of(ft, s[1])
 	if u.setter:
 		# another finding of the function: the same setter, to the
 		# same place, or none
 		v = Unit(u.rel, u.func, None)
-		if not plan_setter(fx, f, v, setters, state) or v.setter != u.setter:
+		if not plan_setter(fx, f, v, setters, state, fits) or v.setter != u.setter:
 			raise Refuse("manual", "two findings of the function need their setters moved differently; "
 				     "move them by hand")
 		u.reasons += v.reasons
@@ -67,6 +70,8 @@ def plan_setter(fx, f, u, setters, state):
 		if not before.strip() or re.search(r"\b%s\s*\([^;]*\)\s*;\s*$" % sched_rx(fx), before):
 			return False    # the top of its loop, or its re-arm after schedule()
 		after = plan_move(fx, f, u, s, loop)
+	elif fits:
+		return False
 	else:
 		if loop_around(m, s[1], o):
 			return False
@@ -77,6 +82,20 @@ def plan_setter(fx, f, u, setters, state):
 			return False
 		after = plan_drop(fx, f, u, s, setters, lp, c)
 	u.setter = {"setter": pos_of(t, s[1]), "after": after}
+	return True
+
+
+def loop_fits(ft, setters):
+	"""Whether the setters have the place the wait_woken() rewrites take
+	(set_current_state.py, own_queue.py): the first at the top of its
+	loop or right before it, every other right after a schedule().
+	Those loops are theirs; this module takes only the ones they
+	refuse for the place of a setter."""
+	try:
+		_, bo, bc = setter_loop(ft, setters[0])
+		later_setters(ft, setters, bo, bc)
+	except Refuse:
+		return False
 	return True
 
 
