@@ -37,6 +37,7 @@ NESTSLEEP_VERSION ?=
 PATCHES     ?=
 ONLY        ?=
 ROUNDS      ?= 10000
+BENCH_ALSO  ?= $(NESTSLEEP_CACHE)/linux-source-6.12
 
 # Set-up is skipped for a user-supplied KDIR only as far as the tree goes.
 ifeq ($(origin KDIR),file)
@@ -55,7 +56,7 @@ help:
 	@echo '                DEBUG_FILE=, CONFIDENCE=). MODE=patch prints the diff of the fixes of CONFIDENCE= (high,'
 	@echo '                the default; medium or low select more) and names each finding it left out on stderr.'
 	@echo '  check       - run the test suite (fixtures, unit tests, real-tree checks)'
-	@echo '  bench       - time whole-tree runs (cold, warm, incremental, M=drivers/md) against the kernel'"'"'s call_kern.cocci'
+	@echo '  bench       - time whole-tree runs (cold, warm, incremental, M=drivers/md) against the kernel'"'"'s call_kern.cocci, on KDIR and BENCH_ALSO (6.12)'
 	@echo '  fixes       - write patch series per MAINTAINERS section to OUT= (KDIR=, M=, SIGNOFF=, CONFIDENCE=, BUILD=)'
 	@echo '                with hand labels for the tree only findings labelled true get a patch; without,'
 	@echo '                only fixes of CONFIDENCE= (high, the default; medium or low select more).'
@@ -111,7 +112,7 @@ stress: first-use
 	@$(NS) runtime-proof --kdir="$(KDIR)" --rounds 100000
 
 bench: first-use
-	@$(NS) bench --kdir="$(KDIR)" --jobs="$(J)"
+	@$(NS) bench --kdir="$(KDIR)" --also="$(BENCH_ALSO)" --jobs="$(J)"
 
 test-fast:
 	@$(PYTHON) scripts/dev/run_tests.py --fast

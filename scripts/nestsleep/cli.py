@@ -157,6 +157,7 @@ def parser():
 	p.add_argument("--work", default=os.path.join(cache_dir(), "bench"))
 	p.add_argument("--out", default="")
 	p.add_argument("--skip-k", action="store_true", help="do not run the kernel's rule (K)")
+	p.add_argument("--also", action="append", default=[], help="another tree to time after KDIR")
 	p.set_defaults(run=_bench)
 
 	for name, what in (("boottest", "build and boot every patch of a series in QEMU"),
