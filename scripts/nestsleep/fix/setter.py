@@ -322,6 +322,14 @@ def plan_drop(fx, f, u, s, setters, lp, c):
 		raise Refuse("manual", "the setter before the loop is needed: the loop does not set its own "
 			     "state before its first sleep%s" % (
 				     " (%s() on line %d)" % (where[0], t.count("\n", 0, where[1]) + 1) if where else ""))
+	late = [x for x in f["paths"] if not pc < ft.offset(x["line"], x["col"]) < own[0][1]]
+	if late:
+		# the drop takes only the work before the loop's own setter out
+		# of the window: a call of the finding past that setter (a
+		# break that returns to kthread_exit()) would stay in it
+		raise Refuse("manual", "dropping the setter before the loop would leave %s() on line %d in the "
+			     "state the loop's own %s() on line %d sets; fix that path by hand"
+			     % (late[0]["call"], late[0]["line"], own[0][0], t.count("\n", 0, own[0][1]) + 1))
 	between = m[pc + 2:own[0][1]]
 	if re.search(STATE_READS, between) or re.search(r"^\s*\w+\s*:(?!:)", between, re.M):
 		raise Refuse("manual", "the setter before the loop cannot go: the code before the loop's own "
