@@ -400,6 +400,37 @@ class FilesTree(unittest.TestCase):
 		shutil.rmtree(cls.tmp)
 
 
+class ReachedSyscallTest(FilesTree):
+	"""A function called from a SYSCALL_DEFINEn() body is reached from that
+	system call (io_uring's io_cqring_wait() from io_uring_enter), not
+	from wherever else the macro's name appears."""
+
+	FILES = {
+		"io_foo/io_foo.c": """
+static int foo_cqring_wait(int n)
+{
+	return n;
+}
+
+SYSCALL_DEFINE6(foo_enter, unsigned int, fd, u32, to_submit, u32, min_complete,
+		u32, flags, const void __user *, argp, size_t, argsz)
+{
+	return foo_cqring_wait(min_complete);
+}
+""",
+		"io_foo/Makefile": "obj-y += io_foo.o\n",
+		"arch/bar/kernel/sys_bar32.c": """
+#define BAR32_SYSCALL_DEFINE6 SYSCALL_DEFINE6
+""",
+	}
+
+	def test_reached_from_the_system_call(self):
+		self.assertEqual(reach.reached_text(self.tmp, "io_foo/io_foo.c", "foo_cqring_wait"),
+				 "foo_cqring_wait() is called from the foo_enter() system call "
+				 "(SYSCALL_DEFINE6(foo_enter, ...) in io_foo.c).")
+		self.assertEqual(reach.reached(self.tmp, "io_foo/io_foo.c", "foo_cqring_wait")[0], "syscall")
+
+
 class ReachedTest(FilesTree):
 	"""How a wait is reached: callers across files, each entry named."""
 

@@ -35,7 +35,10 @@ KIND_WORDS = {"kthread": "a kthread function started with %s()",
 NOT_USES = re.compile(r"EXPORT_SYMBOL\w*|EXPORT_\w*SYMBOL\w*|ALLOW_ERROR_INJECTION|NOKPROBE_SYMBOL|"
 		      r"EXPORT_TRACEPOINT_SYMBOL\w*|BTF_ID\w*|__ADDRESSABLE|typeof|__typeof__|sizeof$")
 # the order an entry is preferred in, among those of one level
-ORDER = ("kthread", "work", "irq", "ioctl", "fops", "member", "assign", "arg", "ref")
+ORDER = ("syscall", "kthread", "work", "irq", "ioctl", "fops", "member", "assign", "arg", "ref")
+# a function defined by SYSCALL_DEFINEn(name, ...): its span is named
+# "sys:<name>:<macro>", an entry of its own (reached from user space)
+_SYSCALL_RE = re.compile(r"((?:COMPAT_)?SYSCALL_DEFINE\d)\s*\(\s*(\w+)")
 DEPTH = 4
 MAX_NAMES = 3
 
@@ -89,7 +92,8 @@ def _spans(kdir, rel, code):
 				if not depth:
 					end = b.start()
 					break
-			out.append((start, end, m.group(1)))
+			sc = _SYSCALL_RE.match(code, m.start(1))
+			out.append((start, end, "sys:%s:%s" % (sc.group(2), sc.group(1)) if sc else m.group(1)))
 		_SPANS[key] = out
 	return _SPANS[key]
 
@@ -269,6 +273,9 @@ def _describe(kind, words, head, rel, home, via):
 		return "%s() is %s%s%s%s" % (fn, "called from " if via else "", words, inn, chain)
 	if kind in ("ioctl", "fops", "member"):
 		return "%s() is %s%s%s%s" % (fn, "called from " if via else "", words, inn, chain)
+	if kind == "syscall":
+		return "%s() is called from the %s() system call (%s(%s, ...) in %s)%s" % (
+			fn, words[0], words[1], words[0], _where(rel, home), chain)
 	if kind == "assign":
 		if via:
 			return "%s() is called through %s (assigned in %s)%s" % (fn, words, _where(rel, home), chain)
@@ -466,6 +473,11 @@ def _reach(kdir, rel, func, depth, needs=(), homes=()):
 				if f != home and f.endswith(".c") and src and _is_static(src[1], name):
 					continue	# a static function of the same name
 				for kind, what in _uses(kdir, f, name):
+					if kind == "call" and what[0] and what[0].startswith("sys:"):
+						rank = (ORDER.index("syscall"), late)
+						if best is None or rank < best[0]:
+							best = (rank, "syscall", tuple(what[0].split(":")[1:]), name, f, via)
+						continue
 					if kind == "call":
 						if needs and not via and not _may_pass(kdir, f, _read(kdir, f)[1], what[2], needs,
 										     len(param_names(kdir, rel, func) or ())):
