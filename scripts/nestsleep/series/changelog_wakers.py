@@ -136,8 +136,12 @@ def waker_text(kdir, f, files, shown=None, waits=1):
 		unknown = sum(1 for w in rec["wakers"] if w.get("wakes") is None)
 		notes = (["%d on it wake%s other states only" % (other, "s" if other == 1 else "")] if other else []) + \
 			(["%d on it of a mode not known" % unknown] if unknown else [])
-		text = "Wakers: no wake_up*() on %s that wakes %s was found%s." % (
-			rec["queue"], rec["state"], " (%s)" % "; ".join(notes) if notes else "")
+		# what the search found, not that nothing wakes the queue: a
+		# socket's sk_sleep(sk) is woken through its callbacks, under
+		# another name
+		text = "Wakers: no wake_up*() naming %s that wakes %s was found%s; the queue may be woken under " \
+			"another name, and each wakeup of it that woke the old wait wakes wait_woken() too." % (
+				rec["queue"], rec["state"], " (%s)" % "; ".join(notes) if notes else "")
 	p = rec.get("polls")
 	if p:
 		mm = POLL_REASON.search(f["fix"].get("reason") or "")
