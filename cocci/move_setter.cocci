@@ -16,9 +16,10 @@
 //# NESTSLEEP_AFTER the "line:column" of the statement it goes right after
 //# (empty: the setter is dropped).  The driver moves a setter only past
 //# statements of its own block, and only when a condition is tested after
-//# its new place or the sleep has a timeout that bounds a lost wakeup; it
-//# drops one only when the loop sets its own state before each of its
-//# sleeps and nothing in between reads the state.  Run alone, the rule
+//# its new place or the sleep has a constant timeout, which bounds how
+//# late a wakeup can be; it drops one only when the loop sets its own state
+//# before each of its sleeps, nothing in between reads the state, and every
+//# call of the finding lies between the two setters.  Run alone, the rule
 //# changes nothing.
 // Confidence: High
 // Copyright: (C) 2026 The nestsleep developers.
