@@ -171,6 +171,9 @@ class FixtureSeries(unittest.TestCase):
 		patch = re.sub(r"\s+", " ", read(os.path.join(self.out, ps[0]["patch"])))
 		cover = re.sub(r"\s+", " ", read(os.path.join(self.out, man["series"][0]["cover"])))
 		self.assertIn(re.sub(r"\s+", " ", ps[0]["tested_text"]), patch)
+		# no copy of the old testing paragraph is left (a lone patch has
+		# one in its notes' bullet and one closing them)
+		self.assertNotIn("Not compiled or boot-tested.", patch)
 		self.assertIn("the unpatched kernel warned", cover)
 		# the warning a boot printed is now quoted, and only that one
 		self.assertIn("printed the warning \"do not call blocking ops in sess_busy\"", patch)
@@ -373,6 +376,19 @@ class EffectTest(unittest.TestCase):
 		self.assertIn("state=102", t)
 		self.assertNotIn("[<", t)
 		self.assertRegex(t, r"(?i)with CONFIG_DEBUG_ATOMIC_SLEEP=y this path warns")
+
+	def test_rearmed_before_the_sleep_no_extra_pass(self):
+		# io_uring (round-4 review): the call runs before the
+		# prepare_to_wait*() that sets the state again in its pass, and
+		# the condition is tested after it: the effect is the warning
+		f = {"shape": "prepare_to_wait", "effect": "warns", "fingerprint": "x", "after_loop": None,
+		     "fix": {"kind": "restore_call"}}
+		self.assertEqual(changelog.effect_shape(f), "rearmed")
+		self.assertEqual(changelog.effect_shape(dict(f, fix={"kind": "prepare_to_wait"})), "prepare_to_wait")
+		t = effect.effect_text("rearmed", "warns", "1")
+		self.assertNotIn("busy-polls", t)
+		self.assertNotIn("extra pass", t)
+		self.assertIn("nothing polls and no wakeup is lost", t)
 
 	def test_open_coded_no_lost_wakeup(self):
 		# the inner sleep returns in TASK_RUNNING, the schedule() after it

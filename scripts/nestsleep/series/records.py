@@ -88,7 +88,11 @@ def rewrite_tests(out, man, kdir=None):
 			old = e["tested_text"]
 			changed = False
 			if wrap(old) in text and old != new:
-				text = text.replace(wrap(old), wrap(new), 1)
+				# the closing paragraph of the notes: the last copy (a lone
+				# patch's notes also quote it in their testing bullet,
+				# which the loop over the covers below rewrites)
+				at = text.rfind(wrap(old))
+				text = text[:at] + wrap(new) + text[at + len(wrap(old)):]
 				changed = True
 			newfound = found_line(e["fingerprints"], recs)
 			if e.get("found_text") and wrap(e["found_text"]) in text and e["found_text"] != newfound:
