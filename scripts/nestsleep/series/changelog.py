@@ -139,11 +139,23 @@ def problem_paragraphs(kdir, fs, table):
 	return [wrap(head), "\n".join(chain_lines(c) for c in chains)]
 
 
+def effect_shape(f):
+	"""The shape effect.effect_text() describes for finding f: a call
+	after its loop ('after_loop'), a call the fix restores TASK_RUNNING
+	before because it runs ahead of the prepare_to_wait*() that sets the
+	state again in its pass ('rearmed', fix/entries.py), or its shape."""
+	if f.get("after_loop"):
+		return "after_loop"
+	if (f.get("fix") or {}).get("kind") == "restore_call":
+		return "rearmed"
+	return f["shape"]
+
+
 def effect_inputs(kdir, fs, table):
 	"""What the effect paragraph of one function depends on, besides the
 	test records: kept in series.json so that retest can rewrite it."""
 	_, hexs = finding_state(kdir, fs[0], table)
-	out = {"shape": "after_loop" if fs[0].get("after_loop") else fs[0]["shape"],
+	out = {"shape": effect_shape(fs[0]),
 	       "how": "warns" if any(x["effect"] == "warns" for x in fs) else "silent",
 	       "state": hexs, "fingerprints": [x["fingerprint"] for x in fs]}
 	if out["shape"] in ("set_current_state", "prepare_to_wait"):

@@ -122,6 +122,11 @@ def effect_text(shape, how, state, observed=None, blocks=True, passes=None):
 		text = ("The call runs after the wait loop has ended but before the task state is set back to "
 			"TASK_RUNNING, so it runs in the state the loop set. The wait is over by then: no wakeup is "
 			"lost and nothing polls, and if the call sleeps it returns in TASK_RUNNING.")
+	elif shape == "rearmed":
+		text = ("The call runs at the top of a pass, before the prepare_to_wait*() that sets the task state "
+			"again, so it runs in the state the last pass set. If it sleeps it returns in TASK_RUNNING, "
+			"and the state is set again and the condition tested before the task sleeps: nothing polls "
+			"and no wakeup is lost.")
 	elif shape == "thread_exit":
 		text = ("The thread function returns with the task state still set, and the exit path calls "
 			"functions that may sleep in that state.")
