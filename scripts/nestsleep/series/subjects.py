@@ -20,6 +20,7 @@ PREFIXES = [
 	("net/bluetooth/bnep/", "Bluetooth: bnep:"),
 	("net/bluetooth/rfcomm/", "Bluetooth: RFCOMM:"),
 	("net/bluetooth/", "Bluetooth:"),
+	("drivers/bluetooth/btmrvl", "Bluetooth: btmrvl:"),
 	("drivers/md/raid5", "md/raid5:"),
 	("drivers/md/raid10", "md/raid10:"),
 	("drivers/md/raid1", "md/raid1:"),
@@ -64,6 +65,13 @@ PREFIXES = [
 	("io_uring/", "io_uring:"),
 	("kernel/bpf/", "bpf:"),
 	("kernel/trace/", "tracing:"),
+	("arch/x86/kernel/apm_32.c", "x86/apm_32:"),
+	("drivers/block/pktcdvd.c", "pktcdvd:"),
+	("fs/dlm/", "dlm:"),
+	("fs/ubifs/", "ubifs:"),
+	("net/sctp/", "sctp:"),
+	("net/vmw_vsock/", "vsock:"),
+	("io_uring/", "io_uring:"),
 	("sound/", "ALSA:"),
 ]
 
