@@ -28,10 +28,10 @@ import os
 import re
 
 from nestsleep import COCCI_DIR
-from nestsleep.fix.ctext import flat, function_body, line_start, match_close, next_nonspace, open_block, split_top
+from nestsleep.fix.ctext import flat, function_body, line_start, match_close, next_nonspace, split_top
 from nestsleep.fix.edits import Refuse
 from nestsleep.fix.sites import calls_in, loop_of, loop_site
-from nestsleep.fix.spatch import spatch_edits
+from nestsleep.fix.spatch import add_rule_edits
 
 RESTORE_RULE = os.path.join(COCCI_DIR, "restore_after_loop.cocci")
 
@@ -98,13 +98,9 @@ def plan_restore_before_call(fx, f, u, preps, ent, wake):
 		anchors.add(top_statement(ft, bo, at, p["call"]))
 	retest(fx, ft, (arm[0][3], bc), name, f["call"])
 	lines = sorted(set(t.count("\n", 0, s) + 1 for s in anchors))
-	edits = spatch_edits(ft, rel, RESTORE_RULE, {"NESTSLEEP_BEFORE": " ".join(map(str, lines))})
-	if len(edits) != len(lines):
-		raise Refuse("manual", "%s could not place the restore before the statement on line %s"
-			     % (os.path.basename(RESTORE_RULE), ", ".join(map(str, lines))))
-	for e in edits:
-		e.key = ("restore-before", rel, e.s)
-		u.add(rel, e)
+	add_rule_edits(u, ft, rel, RESTORE_RULE, {"NESTSLEEP_BEFORE": " ".join(map(str, lines))},
+		       lambda e: ("restore-before", rel, e.s),
+		       "place the restore before the statement on line %s" % ", ".join(map(str, lines)), len(lines))
 	u.restore_call = True
 	u.reasons.append("the wait entry %s has a wake function of its own, %s(), which filters the wakeups: "
 			 "it is not converted to wait_woken().  %s() runs at the top of the next pass, in the state "

@@ -39,7 +39,7 @@ import os
 from nestsleep import COCCI_DIR
 from nestsleep.analysis import cfacts
 from nestsleep.fix.edits import Refuse
-from nestsleep.fix.spatch import spatch_edits
+from nestsleep.fix.spatch import add_rule_edits
 
 FINISH_RULE = os.path.join(COCCI_DIR, "finish_after_loop.cocci")
 
@@ -91,13 +91,8 @@ def plan_finish_after_loop(fx, f, u):
 	check_queue(toks, lo, hi, args[0], queue, loop[0])
 	env = place(toks, lo, hi, scope, loop[0])
 	env["NESTSLEEP_PTW"] = str(f["line"])
-	edits = spatch_edits(ft, rel, FINISH_RULE, env)
-	if not edits:
-		raise Refuse("manual", "%s could not place finish_wait() after the wait loop on line %d"
-			     % (os.path.basename(FINISH_RULE), loop[0]))
-	for e in edits:
-		e.key = ("finish_wait", rel, loop[0])
-		u.add(rel, e)
+	add_rule_edits(u, ft, rel, FINISH_RULE, env, lambda e: ("finish_wait", rel, loop[0]),
+		       "place finish_wait() after the wait loop on line %d" % loop[0])
 	gone = "after the function returns" if scope == fn_body(toks, lo)[1] else "after its block ends"
 	u.reasons.append("the wait loop on line %d ends with the entry %s still queued on %s and the task state "
 			 "still set, and nothing after it finishes the wait: %s() runs in that state, and the "

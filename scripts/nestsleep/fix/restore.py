@@ -17,7 +17,7 @@ import os
 from nestsleep import COCCI_DIR
 from nestsleep.analysis import cfacts
 from nestsleep.fix.edits import Refuse
-from nestsleep.fix.spatch import spatch_edits
+from nestsleep.fix.spatch import add_rule_edits
 
 RESTORE_RULE = os.path.join(COCCI_DIR, "restore_after_loop.cocci")
 
@@ -49,13 +49,8 @@ def plan_restore_after_loop(fx, f, u):
 		env = {"NESTSLEEP_NEXT": str(nxt[2])}
 	else:
 		env = {"NESTSLEEP_LOOPS": str(loop[0])}
-	edits = spatch_edits(ft, rel, RESTORE_RULE, env)
-	if not edits:
-		raise Refuse("manual", "%s could not place the restore after the wait loop on line %d"
-			     % (os.path.basename(RESTORE_RULE), loop[0]))
-	for e in edits:
-		e.key = ("restore", rel, loop[0])
-		u.add(rel, e)
+	add_rule_edits(u, ft, rel, RESTORE_RULE, env, lambda e: ("restore", rel, loop[0]),
+		       "place the restore after the wait loop on line %d" % loop[0])
 	u.reasons.append("the wait loop on line %d leaves with the task state still set, and %s() runs "
 			 "after it: TASK_RUNNING is now restored as soon as the loop ends; the loop itself, "
 			 "its wakeups and its exits by goto are unchanged" % (loop[0], f["call"]))

@@ -10,7 +10,7 @@ import tempfile
 
 from nestsleep import COCCI_DIR
 from nestsleep.analysis.match import cocci_options
-from nestsleep.fix.edits import text_edits
+from nestsleep.fix.edits import Refuse, text_edits
 
 MACRO_HINTS = os.path.join(COCCI_DIR, "nestsleep.macros.h")
 
@@ -45,3 +45,15 @@ def spatch_edits(ft, rel, rule, env, extra=()):
 	changes as Edits on the file's text."""
 	new = spatch_text(ft.t, os.path.basename(rel), rule, env, extra)
 	return [] if new is None else text_edits(ft.t, new)
+
+
+def add_rule_edits(u, ft, rel, rule, env, key, what, count=None):
+	"""Run the patch rule (spatch_edits()) and add its edits to unit u,
+	each keyed key(edit); refuse when it changes nothing, or not count
+	places when count is given: "<rule> could not <what>"."""
+	edits = spatch_edits(ft, rel, rule, env)
+	if not edits or (count is not None and len(edits) != count):
+		raise Refuse("manual", "%s could not %s" % (os.path.basename(rule), what))
+	for e in edits:
+		e.key = key(e)
+		u.add(rel, e)
