@@ -217,11 +217,15 @@ def plan_move(fx, f, u, s, loop):
 				 "by up to the timeout, %s" % (name, sleep_txt, f["call"],
 							       flat(t, m, sleep[2] + 1, sleep[3])))
 	else:
-		raise Refuse("manual", "%s() cannot move after %s(): after its new place the loop tests no "
-			     "condition of its wakers (at most kthread_should_stop() or signal_pending()), and %s "
-			     "is not bounded (%s), so a wakeup that comes between %s() and the moved setter "
+		# where each piece is, file:line, as a claim of a lost wakeup must say
+		base = os.path.basename(rel)
+		bound = re.sub(r", line (\d+)$", r" at %s:\1" % base, bound)
+		raise Refuse("manual", "%s() at %s:%d cannot move after %s(): after its new place the loop tests "
+			     "no condition of its wakers (at most kthread_should_stop() or signal_pending()), and %s "
+			     "at %s:%d is not bounded (%s), so a wakeup that comes between %s() and the moved setter "
 			     "would be lost for good; test the wakers' condition after the setter by hand"
-			     % (name, f["call"], sleep_txt, bound, f["call"]))
+			     % (name, base, t.count("\n", 0, p) + 1, f["call"], sleep_txt, base,
+				t.count("\n", 0, sleep[1]) + 1, bound, f["call"]))
 	u.confidence = lower(u.confidence)
 	return pos_of(t, next_nonspace(m, j))
 
