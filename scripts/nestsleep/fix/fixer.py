@@ -157,6 +157,18 @@ class Fixer:
 			raise Refuse("manual", "no tree facts to search the wakers with")
 		self.rule.check({"rel": rel, "func": func, "queue": queue, "state": state,
 				 "stop_tested": stop_tested, "span": span}, u)
+		rec = (f or {}).get("wakers") or {}
+		if "(" in (rec.get("queue") or "") and not rec.get("wakers") and not any(u.waker_sites.values()):
+			# wait_woken() is woken only through its queue.  A queue read
+			# through a call (vsock's sk_sleep(sk)) is woken under the
+			# name the call reads (sk->sk_wq's wait, by the socket
+			# callbacks), which the search for wake_up*(<queue>) cannot
+			# match: with none found and none added, nothing shows the
+			# rewritten wait ends
+			raise Refuse("manual", "the queue %s is read through a call, and no wake_up*() naming it was "
+				     "found: its wakeups come under the name the call reads, which the waker search "
+				     "does not follow, so nothing shows that the wait_woken() form would be woken; "
+				     "convert by hand" % rec["queue"])
 
 	def text(self, rel):
 		if rel not in self.files:
