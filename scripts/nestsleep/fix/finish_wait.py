@@ -39,6 +39,7 @@ import os
 from nestsleep import COCCI_DIR
 from nestsleep.analysis import cfacts
 from nestsleep.fix.edits import Refuse
+from nestsleep.fix.restore import after_loop_site
 from nestsleep.fix.spatch import add_rule_edits
 
 FINISH_RULE = os.path.join(COCCI_DIR, "finish_after_loop.cocci")
@@ -63,12 +64,7 @@ def plan_finish_after_loop(fx, f, u):
 	entry (the wait is finished there: the restore rule's case)."""
 	if f["shape"] != "prepare_to_wait" or f["primitive"] not in PREPARES:
 		return None
-	rel = f["file"]
-	ft = fx.text(rel)
-	toks = cfacts.tokenize(ft.t)
-	loop = cfacts.loop_around(toks, f["line"])
-	if loop is None or loop[0] != f["after_loop"]:
-		raise Refuse("manual", "cannot find the wait loop on line %s" % f["after_loop"])
+	rel, ft, toks, loop = after_loop_site(fx, f)
 	lo = next(j for j, t in enumerate(toks) if t[2] == loop[0] and t[1] in ("for", "while", "do"))
 	hi = max(j for j, t in enumerate(toks) if t[2] <= loop[1])
 	call = next((j for j in range(lo, hi) if toks[j][2] == f["line"] and toks[j][1] == f["primitive"]

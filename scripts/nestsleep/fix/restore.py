@@ -22,6 +22,18 @@ from nestsleep.fix.spatch import add_rule_edits
 RESTORE_RULE = os.path.join(COCCI_DIR, "restore_after_loop.cocci")
 
 
+def after_loop_site(fx, f):
+	"""(file, its FileText, its tokens, the wait loop) of finding f whose
+	state outlives its loop (f["after_loop"]), or Refuse."""
+	rel = f["file"]
+	ft = fx.text(rel)
+	toks = cfacts.tokenize(ft.t)
+	loop = cfacts.loop_around(toks, f["line"])
+	if loop is None or loop[0] != f["after_loop"]:
+		raise Refuse("manual", "cannot find the wait loop on line %s" % f["after_loop"])
+	return rel, ft, toks, loop
+
+
 def plan_restore_after_loop(fx, f, u):
 	"""Every sleeping call of f runs after the wait loop has ended,
 	with the state it set not yet restored (hpet_read()'s put_user()
@@ -29,12 +41,7 @@ def plan_restore_after_loop(fx, f, u):
 	__set_current_state(TASK_RUNNING) after it is the fix
 	(cocci/restore_after_loop.cocci).  The restore at the label the
 	loop's gotos reach stays."""
-	rel = f["file"]
-	ft = fx.text(rel)
-	toks = cfacts.tokenize(ft.t)
-	loop = cfacts.loop_around(toks, f["line"])
-	if loop is None or loop[0] != f["after_loop"]:
-		raise Refuse("manual", "cannot find the wait loop on line %s" % f["after_loop"])
+	rel, ft, toks, loop = after_loop_site(fx, f)
 	last = max(p["line"] for p in f["paths"])
 	nxt = next((t for t in toks if t[2] > loop[1]), None)
 	if nxt is None or nxt[1] == "}" or nxt[2] > last:
