@@ -56,7 +56,14 @@ def _coccicheck(a):
 	opts = pipeline.Options(kdir=a.kdir, mode=a.mode, m=a.m, cocci=a.cocci, spflags=a.spflags,
 				debug_file=a.debug_file, jobs=a.jobs, verbose=a.verbose, timeout=a.timeout,
 				cache=a.cache, only=a.only, json=a.json, confidence=a.confidence)
-	return pipeline.main(opts)
+	rc = pipeline.main(opts)
+	if pipeline.KEPT:
+		# the run is over and its output written: leave without taking
+		# its data structures apart object by object
+		sys.stdout.flush()
+		sys.stderr.flush()
+		os._exit(rc)
+	return rc
 
 
 def _fixes(a):

@@ -121,9 +121,15 @@ class Tree:
 		content = cache.load("index", "scan-v%d.content" % SCAN_VERSION) or {}
 		todo = []
 		new_stat = {}
+		head = os.path.join(self.kdir, "")
 		for root, prefix in roots:
 			for p in list_sources(root):
-				rel = os.path.relpath(p, self.kdir) if not prefix else p
+				if prefix:
+					rel = p
+				elif p.startswith(head):
+					rel = p[len(head):]	# os.walk() joined it to kdir
+				else:
+					rel = os.path.relpath(p, self.kdir)
 				if not prefix and rel.startswith(tuple(SKIP_DIRS)):
 					continue
 				if bad_name(p):
