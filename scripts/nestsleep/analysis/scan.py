@@ -3,6 +3,7 @@
 define, which structs and initializers it holds, whether it holds a wait
 site), and the per-file facts of cfacts.py, extracted on demand."""
 
+import gc
 import multiprocessing
 import os
 import re
@@ -153,7 +154,7 @@ class Tree:
 			paths = [p for _, p, _ in todo]
 			bypath = {}
 			shown = Progress("scanning", len(paths))
-			with multiprocessing.Pool(self.jobs) as pool:
+			with multiprocessing.Pool(self.jobs, _pool_gc) as pool:
 				for p, res in pool.imap_unordered(_scan_one, paths, chunksize=64):
 					bypath[p] = res
 					shown.update(len(bypath))
@@ -202,6 +203,36 @@ def _facts_worker_init(kpath):
 	_KN = Knowledge(kpath)
 
 
+def _pool_gc():
+	"""A pool worker's collector.  The run turns it off (pipeline.check());
+	a worker forked then inherits that, but extraction leaves cycles
+	behind, and a worker without it grew past 2 GiB on a whole tree.  So a
+	worker turns it on, after freezing what it inherited, which the
+	collector then never walks."""
+	gc.freeze()
+	gc.enable()
+
+
+def _facts_pool_init(kpath):
+	_pool_gc()
+	_facts_worker_init(kpath)
+
+
+def _extract_here(work, kpath):
+	"""Extract work [(path, sha)] in this process: each file's cycles are
+	collected after it, also when the run has the collector off (only
+	what the file made is walked: all else is frozen first)."""
+	_facts_worker_init(kpath)
+	results = {}
+	for w in work:
+		gc.freeze()
+		sha, f = _facts_one(w)
+		results[sha] = f
+		gc.collect(0)
+	gc.unfreeze()
+	return results
+
+
 def _facts_one(args):
 	path, sha = args
 	try:
@@ -248,10 +279,7 @@ class Facts:
 			if shown:
 				shown.close()
 		else:
-			_facts_worker_init(self.kn.path)
-			for w in work:
-				sha, f = _facts_one(w)
-				results[sha] = f
+			results = _extract_here(work, self.kn.path)
 		for rel, sha in need:
 			f = results.get(sha) or {"functions": {}, "macros": {}, "structs": {}, "ops": []}
 			self.by_file[rel] = f
@@ -263,7 +291,7 @@ class Facts:
 		files at a time, thousands of times, and a pool per batch cost
 		more than the extraction."""
 		if self._pool is None:
-			self._pool = multiprocessing.Pool(self.jobs, _facts_worker_init, (self.kn.path,))
+			self._pool = multiprocessing.Pool(self.jobs, _facts_pool_init, (self.kn.path,))
 		return self._pool
 
 	def close(self):
