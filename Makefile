@@ -39,6 +39,12 @@ ONLY        ?=
 ROUNDS      ?= 10000
 BENCH_ALSO  ?= $(NESTSLEEP_CACHE)/linux-source-6.12
 
+# the C tokenizer of the facts (scripts/nstok.c), a host program named by
+# the digest of its source, so that a binary of another source is never run
+NESTSLEEP_BIN ?= $(NESTSLEEP_CACHE)/bin
+export NESTSLEEP_BIN
+NSTOK       := $(NESTSLEEP_BIN)/nstok-$(shell sha1sum scripts/nstok.c | cut -c1-12)
+
 # Set-up is skipped for a user-supplied KDIR only as far as the tree goes.
 ifeq ($(origin KDIR),file)
 SETUP_FLAGS :=
@@ -46,7 +52,7 @@ else
 SETUP_FLAGS := --no-tree
 endif
 
-.PHONY: all help setup first-use coccicheck check test-fast bench clean-cache fixes triage boottest runtime-proof stress
+.PHONY: all help setup first-use nstok coccicheck check test-fast bench clean-cache fixes triage boottest runtime-proof stress
 
 all: help
 
@@ -79,9 +85,19 @@ help:
 setup:
 	@bash scripts/setup.sh $(SETUP_FLAGS) >&2
 	@bash scripts/setup.sh --tree=6.12 >&2
+	@$(MAKE) -s --no-print-directory nstok
 
 first-use:
 	@bash scripts/setup.sh $(SETUP_FLAGS) >&2
+	@$(MAKE) -s --no-print-directory nstok
+
+# after set-up, which installs the compiler
+nstok: $(NSTOK)
+
+$(NSTOK): scripts/nstok.c
+	@mkdir -p "$(@D)"
+	@$(CC) -O2 -o "$@.tmp" $< && mv "$@.tmp" "$@" || \
+		{ echo "nestsleep: cannot build scripts/nstok.c with $(CC) (make setup installs gcc)" >&2; exit 2; }
 
 coccicheck: first-use
 	@$(NS) coccicheck --kdir="$(KDIR)" --mode="$(MODE)" --m="$(M)" \
@@ -91,6 +107,7 @@ coccicheck: first-use
 check:
 	@bash scripts/setup.sh >&2
 	@bash scripts/setup.sh --tree=6.12 >&2
+	@$(MAKE) -s --no-print-directory nstok
 	@$(PYTHON) scripts/dev/run_tests.py
 
 fixes: first-use
@@ -115,6 +132,7 @@ bench: first-use
 	@$(NS) bench --kdir="$(KDIR)" --also="$(BENCH_ALSO)" --jobs="$(J)"
 
 test-fast:
+	@$(MAKE) -s --no-print-directory nstok
 	@$(PYTHON) scripts/dev/run_tests.py --fast
 
 clean-cache:

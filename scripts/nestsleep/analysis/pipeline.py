@@ -40,7 +40,7 @@ import time
 from typing import List, Optional
 
 from nestsleep import DEFAULT_COCCI, VERSION, cache_dir
-from nestsleep.analysis import cfacts
+from nestsleep.analysis import cfacts, ctok
 from nestsleep.analysis.cfacts import split_args_text
 from nestsleep.analysis.match import (Matcher, _flags_key, _is_nestsleep_rule, cocci_options,
 				      function_coverage, stmt_expr_records)
@@ -491,6 +491,9 @@ def wait_loop(toks, paths):
 
 def analyse(a, ext):
 	t_start = time.time()
+	# the C tokenizer of the facts: built now if missing, or a one-line
+	# error before any work (analysis/ctok.py)
+	ctok.ensure()
 	kn = Knowledge()
 	cache = Cache(a.cache)
 	times = {}
@@ -505,7 +508,7 @@ def analyse(a, ext):
 	# The tree-wide knowledge (wait primitives, state-carrying helpers, names
 	# that may sleep in a window) depends on every file's content: keep it
 	# under a digest of the whole tree, so that a warm run skips it.
-	tdig = sha1((kn.digest + str(cfacts.FACTS_VERSION) + KNOWLEDGE_CODE + "".join(
+	tdig = sha1((kn.digest + str(cfacts.FACTS_VERSION) + KNOWLEDGE_CODE + cfacts.CODE_DIGEST + "".join(
 		"%s %s\n" % (rel, tree.files[rel][0]) for rel in sorted(tree.files))).encode())[:16]
 	know = cache.load("index", "tree-" + tdig)
 	if know is not None:

@@ -1,0 +1,126 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The C tokenizer: scripts/nstok.c, a host program (as the kernel's
+scripts/kallsyms.c), run as one coprocess per process that tokenizes.
+
+It gives exactly the tokens of cfacts.tokenize_py(), the reference
+(scripts/tests/test_ctok.py; scripts/dev/check_ctok.py on a whole tree),
+about ten times faster: the whole tree's fact extraction spent a quarter
+of its time in the Python tokenizer.  A text it refuses (a byte >= 0x80
+in a code line, where Python's \\w takes non-ASCII letters, or a NUL in
+a preprocessor line) is tokenized in Python: few files, same tokens.
+
+The binary is named by the digest of its source, under $NESTSLEEP_BIN
+(the Makefile's first-use builds it there) or the cache's bin/.  A run
+that finds none builds it with the host compiler ($CC, else cc, -O2); one
+that cannot stops with a one-line error (exit 2).  There is no silent slow
+path: a missing compiler is a set-up fault (make setup installs gcc), and
+a run three times slower without a word would hide it."""
+
+import array
+import hashlib
+import os
+import struct
+import subprocess
+import tempfile
+
+from nestsleep import TOP, cache_dir
+from nestsleep.common import UserError
+
+SOURCE = os.path.join(TOP, "scripts", "nstok.c")
+
+
+def _source_bytes():
+	with open(SOURCE, "rb") as f:
+		return f.read()
+
+
+SOURCE_DIGEST = hashlib.sha1(_source_bytes()).hexdigest()[:12]
+# the kinds of the tool's one-byte codes
+_KINDS = [None] * 256
+for _c, _k in (("i", "id"), ("n", "num"), ("o", "op"), ("s", "str"), ("p", "pp")):
+	_KINDS[ord(_c)] = _k
+_KINDS = tuple(_KINDS)
+_HEAD = struct.Struct("=III")
+
+
+def binary_path():
+	"""Where the binary of this source is (or is to be built)."""
+	d = os.environ.get("NESTSLEEP_BIN") or os.path.join(cache_dir(), "bin")
+	return os.path.join(d, "nstok-" + SOURCE_DIGEST)
+
+
+def build(path):
+	"""Compile SOURCE into path (atomically: workers may race)."""
+	cc = os.environ.get("CC") or "cc"
+	os.makedirs(os.path.dirname(path), exist_ok=True)
+	fd, tmp = tempfile.mkstemp(prefix=".nstok-", dir=os.path.dirname(path))
+	os.close(fd)
+	try:
+		r = subprocess.run([cc, "-O2", "-o", tmp, SOURCE], capture_output=True, text=True)
+	except OSError as e:
+		os.unlink(tmp)
+		raise UserError("cannot build scripts/nstok.c: %s: %s (make setup installs gcc)" % (cc, e.strerror))
+	if r.returncode != 0:
+		os.unlink(tmp)
+		first = (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[0]
+		raise UserError("cannot build scripts/nstok.c with %s: %s" % (cc, first))
+	os.replace(tmp, path)
+
+
+def ensure():
+	"""The binary's path, built first if it is missing (UserError if it
+	cannot be)."""
+	path = binary_path()
+	if not os.access(path, os.X_OK):
+		build(path)
+	return path
+
+
+_proc = None	# (pid of the process that started it, Popen)
+
+
+def _coprocess():
+	global _proc
+	if _proc is None or _proc[0] != os.getpid():
+		# a forked worker starts its own: the parent's pipes are not its
+		p = subprocess.Popen([ensure()], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+		_proc = (os.getpid(), p)
+	return _proc[1]
+
+
+def _read(f, n):
+	b = f.read(n)
+	if len(b) != n:
+		raise RuntimeError("nstok: the tokenizer stopped (%d of %d bytes)" % (len(b), n))
+	return b
+
+
+def tokenize_c(text):
+	"""The tool's tokens of text, as tokenize_py() gives them, or None if
+	it refuses the text (see the module doc)."""
+	try:
+		data = text.encode("utf-8")
+	except UnicodeEncodeError:	# lone surrogates: no UTF-8 to send
+		return None
+	p = _coprocess()
+	p.stdin.write(struct.pack("=I", len(data)) + data)
+	p.stdin.flush()
+	status, n, vlen = _HEAD.unpack(_read(p.stdout, _HEAD.size))
+	if status:
+		return None
+	kinds = _read(p.stdout, n)
+	lines = array.array("I")
+	lines.frombytes(_read(p.stdout, 4 * n))
+	vals = _read(p.stdout, vlen).decode("utf-8").split("\0")
+	vals.pop()
+	return list(zip(map(_KINDS.__getitem__, kinds), vals, lines.tolist()))
+
+
+def tokenize(text):
+	"""cfacts.tokenize(): the tool's tokens, or Python's for a text the
+	tool refuses."""
+	toks = tokenize_c(text)
+	if toks is None:
+		from nestsleep.analysis.cfacts import tokenize_py
+		toks = tokenize_py(text)
+	return toks
