@@ -282,10 +282,153 @@ static void write_all(const void *p, size_t n)
 		die("short write");
 }
 
-int main(void)
+/*
+ * nstok --ids NAMES: which of the identifiers listed in the file NAMES (one
+ * a line) each file mentions, as the regex [A-Za-z_]\w* over its bytes
+ * finds identifiers (analysis/wakecov.py, index()): a match starts at a
+ * letter or '_' and runs over letters, digits and '_' (ASCII only, as in
+ * a bytes pattern).  Paths come on stdin, one a line; for each, one line
+ * on stdout: the numbers (from 0, in the order of NAMES) of the names the
+ * file holds, separated by blanks, or '!' if it cannot be read.
+ */
+struct name {
+	const char *s;
+	size_t n;
+	int idx;
+};
+
+static struct name *table;
+static size_t tmask;
+
+static uint32_t hash(const char *s, size_t n)
+{
+	uint32_t h = 2166136261u;	/* FNV-1a */
+
+	while (n--)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h;
+}
+
+static int lookup(const char *s, size_t n)
+{
+	size_t i = hash(s, n) & tmask;
+
+	for (; table[i].s; i = (i + 1) & tmask)
+		if (table[i].n == n && !memcmp(table[i].s, s, n))
+			return table[i].idx;
+	return -1;
+}
+
+static int is_head(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+}
+
+static void load_names(const char *path, int *count)
+{
+	FILE *f = fopen(path, "r");
+	static struct buf all;
+	char line[4096];
+	size_t size = 16, i;
+	int n = 0;
+
+	if (!f)
+		die("cannot read the names file");
+	while (fgets(line, sizeof(line), f)) {
+		size_t l = strcspn(line, "\n");
+
+		put(&all, line, l);
+		put(&all, "", 1);
+		n++;
+	}
+	fclose(f);
+	while (size < 2 * (size_t)n + 2)
+		size *= 2;
+	table = calloc(size, sizeof(*table));
+	if (!table)
+		die("out of memory");
+	tmask = size - 1;
+	for (i = 0, n = 0; i < all.n; n++) {
+		const char *s = all.p + i;
+		size_t l = strlen(s), j;
+
+		for (j = hash(s, l) & tmask; table[j].s; j = (j + 1) & tmask)
+			;
+		table[j].s = s;
+		table[j].n = l;
+		table[j].idx = n;
+		i += l + 1;
+	}
+	*count = n;
+}
+
+static int ids_main(const char *names)
+{
+	struct buf data = { 0 };
+	char path[8192];
+	char *seen;
+	int count, k;
+
+	load_names(names, &count);
+	seen = calloc(count + 1, 1);
+	if (!seen)
+		die("out of memory");
+	while (fgets(path, sizeof(path), stdin)) {
+		FILE *f;
+		size_t i, r;
+		int first = 1;
+
+		path[strcspn(path, "\n")] = 0;
+		f = fopen(path, "rb");
+		if (!f) {
+			puts("!");
+			continue;
+		}
+		data.n = 0;
+		do {
+			reserve(&data, 65536);
+			r = fread(data.p + data.n, 1, 65536, f);
+			data.n += r;
+		} while (r > 0);
+		if (ferror(f)) {
+			fclose(f);
+			puts("!");
+			continue;
+		}
+		fclose(f);
+		memset(seen, 0, count);
+		for (i = 0; i < data.n;) {
+			size_t j;
+
+			if (!is_head(data.p[i])) {
+				i++;
+				continue;
+			}
+			for (j = i + 1; j < data.n && is_word(data.p[j]); j++)
+				;
+			k = lookup(data.p + i, j - i);
+			if (k >= 0 && !seen[k]) {
+				seen[k] = 1;
+				printf(first ? "%d" : " %d", k);
+				first = 0;
+			}
+			i = j;
+		}
+		putchar('\n');
+	}
+	fflush(stdout);
+	return ferror(stdout) ? 2 : 0;
+}
+
+int main(int argc, char **argv)
 {
 	struct buf in = { 0 }, text = { 0 };
 	uint32_t len;
+
+	if (argc == 3 && !strcmp(argv[1], "--ids"))
+		return ids_main(argv[2]);
+	if (argc != 1)
+		die("usage: nstok (a coprocess: see the top of nstok.c) | nstok --ids NAMES < PATHS");
 
 	while (fread(&len, 4, 1, stdin) == 1) {
 		uint32_t head[3];

@@ -154,5 +154,58 @@ class CTokTest(unittest.TestCase):
 		self.assertEqual(cfacts.CODE_DIGEST, cfacts._code_digest(src))
 
 
+class MentionsTest(unittest.TestCase):
+	"""ctok.mentions() ('nstok --ids', wake coverage's index of the files
+	that name a queue or an input) against re.findall(rb"[A-Za-z_]\\w*"),
+	the reading it replaces."""
+
+	@staticmethod
+	def reference(names, path):
+		import re
+		try:
+			with open(path, "rb") as f:
+				ids = set(re.findall(rb"[A-Za-z_]\w*", f.read()))
+		except OSError:
+			return None
+		return set(n for n in names if n.encode() in ids)
+
+	def test_tricky_texts(self):
+		import tempfile
+		texts = [b"", b"x", b"0x1fUL x1fUL", b"9abc a9bc _9 ab12cd 12cd", b"caf\xc3\xa9 wait \xffwait\xff",
+			 b"wake_up_all wake_up(q) /* wake_up */", b"a\0b wait\0", b"w\nait", b"wai", b"waits"]
+		names = ["x1fUL", "abc", "a9bc", "_9", "cd", "ab12cd", "wait", "wake_up", "b", "a", "caf", "cafe", "ait"]
+		with tempfile.TemporaryDirectory() as d:
+			paths = []
+			for i, t in enumerate(texts):
+				paths.append(os.path.join(d, "t%d.c" % i))
+				with open(paths[-1], "wb") as f:
+					f.write(t)
+			paths.append(os.path.join(d, "missing.c"))
+			paths.append(os.path.join(d, "new\nline.c"))
+			with open(paths[-1], "wb") as f:
+				f.write(b"wait x")
+			got = ctok.mentions(names, paths)
+			for p, g in zip(paths, got):
+				with self.subTest(path=p):
+					self.assertEqual(g, self.reference(names, p))
+
+	def test_real_files(self):
+		names = ["wait_event", "mutex_lock", "resync_wait", "sb_wait", "j_wait_updates", "wake_up",
+			 "wait_queue_head", "sk_sleep", "MD_RECOVERY_INTR", "nonexistent_name_xyz"]
+		n = 0
+		for tree in TREES:
+			if not os.path.isdir(tree):
+				continue
+			paths = [os.path.join(tree, r) for r in tricky_files(tree)]
+			paths += [os.path.join(tree, "drivers/md", r) for r in sorted(os.listdir(os.path.join(tree, "drivers/md")))
+				  if r.endswith((".c", ".h"))]
+			for p, g in zip(paths, ctok.mentions(names, paths)):
+				with self.subTest(path=p):
+					self.assertEqual(g, self.reference(names, p))
+				n += 1
+		if not n:
+			self.skipTest("no kernel tree (make setup)")
+
+
 if __name__ == "__main__":
 	unittest.main()

@@ -124,3 +124,44 @@ def tokenize(text):
 		from nestsleep.analysis.cfacts import tokenize_py
 		toks = tokenize_py(text)
 	return toks
+
+
+def mentions(names, paths):
+	"""For each of paths, the set of names (str) that it holds as an
+	identifier, as re.findall(rb"[A-Za-z_]\\w*") over its bytes finds them
+	(wakecov.py's index), or None if it cannot be read: 'nstok --ids', one
+	pass over the files.  A path holding a newline (the tool reads one path
+	a line) is read here."""
+	names = sorted(set(names))
+	out = [None] * len(paths)
+	here = [i for i, p in enumerate(paths) if "\n" in p]
+	send = [i for i, p in enumerate(paths) if "\n" not in p]
+	if send and names:
+		with tempfile.NamedTemporaryFile("w", prefix="nestsleep-names-", suffix=".txt") as nf:
+			nf.write("".join(n + "\n" for n in names))
+			nf.flush()
+			r = subprocess.run([ensure(), "--ids", nf.name], capture_output=True,
+					   input="".join(paths[i] + "\n" for i in send).encode("utf-8", "surrogateescape"))
+		rows = r.stdout.decode().split("\n")
+		if r.returncode != 0 or len(rows) != len(send) + 1:
+			raise UserError("nstok --ids failed (exit %d): %s" % (
+				r.returncode, (r.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]))
+		for i, row in zip(send, rows):
+			out[i] = None if row == "!" else set(names[int(k)] for k in row.split())
+	elif send:
+		for i in send:
+			out[i] = _mentions_py(names, paths[i])
+	for i in here:
+		out[i] = _mentions_py(names, paths[i])
+	return out
+
+
+def _mentions_py(names, path):
+	import re
+	try:
+		with open(path, "rb") as f:
+			ids = set(re.findall(rb"[A-Za-z_]\w*", f.read()))
+	except OSError:
+		return None
+	return set(n for n in names if n.encode() in ids)
+

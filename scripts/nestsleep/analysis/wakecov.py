@@ -33,7 +33,7 @@ wakeup gets no finding: that call may wake the waiter itself."""
 
 import re
 
-from nestsleep.analysis import cfacts
+from nestsleep.analysis import cfacts, ctok
 from nestsleep.analysis.cfacts import _LOCAL_DECL, _match_close, _text, params_of, split_args, tokenize
 from nestsleep.common import fingerprint, sha1
 
@@ -51,7 +51,6 @@ _GLOBAL = r"^(?:static\s+)?(?:(?:const|volatile|__\w+)\s+)*(?:struct\s+)?\w+(?:\
 # (include/linux/wait.h), DEFINE_MUTEX(m), DEFINE_SPINLOCK(l)...
 _MACRO_GLOBAL = r"^(?:static\s+)?(?:DECLARE|DEFINE)_[A-Z0-9_]+\(\s*%s\s*[,)]"
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Z_][A-Z0-9_]*)[ \t]+(.+)$", re.M)
-_IDENT = re.compile(rb"[A-Za-z_]\w*")
 _COMMENT = re.compile(r"/\*.*?(?:\*/|$)|//.*$")
 _NUMEXPR = re.compile(r"^[\s0-9xXa-fA-FuUlL()|&~<>+]*$")
 
@@ -400,6 +399,7 @@ class WakeCov:
 		for n in new:
 			hits[n] = set()
 		dirty = bool(new)
+		read = []
 		for rel in self.tree.files:
 			sha = self.tree.sha(rel)
 			want = new if shas.get(rel) == sha else known | new
@@ -410,14 +410,13 @@ class WakeCov:
 					hits[n].discard(rel)
 				shas[rel] = sha
 				dirty = True
-			try:
-				with open(self.tree.abs[rel], "rb") as f:
-					ids = set(_IDENT.findall(f.read()))
-			except OSError:
-				ids = set()
-			for n in want:
-				if n.encode() in ids:
-					hits[n].add(rel)
+			read.append((rel, want))
+		# the identifiers of every file to read, in one pass of the C tool
+		# (scripts/nstok.c --ids; a file it cannot read mentions nothing)
+		held = ctok.mentions(known | new, [self.tree.abs[rel] for rel, _ in read])
+		for (rel, want), ids in zip(read, held):
+			for n in (ids or ()) & want:
+				hits[n].add(rel)
 		for rel in set(shas) - set(self.tree.files):
 			del shas[rel]
 			for n in hits:
