@@ -145,5 +145,51 @@ class CacheFileTest(unittest.TestCase):
 			self.assertEqual(c.dropped, 1)
 
 
+class PackedFactsTest(unittest.TestCase):
+	"""scan.Facts keeps each function's record packed (marshal bytes) and
+	decodes it when asked: what the analysis reads must be what
+	cfacts.extract() gave, freshly extracted (in this process and in the
+	pool) and loaded from the cache."""
+
+	def test_same_as_extract(self):
+		import types
+		from nestsleep.analysis import cfacts
+		from nestsleep.analysis.scan import Facts
+		from nestsleep.common import sha1
+		from nestsleep.knowledge import Knowledge
+		kn = Knowledge()
+		texts = {
+			"a.c": "static int f(int x)\n{\n\tmutex_lock(&m);\n\treturn g(x, GFP_KERNEL);\n}\n"
+			       "void h(void) { set_current_state(TASK_INTERRUPTIBLE); schedule(); }\n",
+			"b.c": "#define W(x) wait_event(q, x)\nint k(void) { return 0; }\n",
+			"c.c": "int k(void) { return 0; }\n",
+			"d.c": "#define W(x) wait_event(q, x)\nint k(void) { return 0; }\n",	# b.c's content
+		}
+		with tempfile.TemporaryDirectory() as d:
+			tree = types.SimpleNamespace(files={}, abs={})
+			for rel, text in texts.items():
+				tree.abs[rel] = os.path.join(d, rel)
+				with open(tree.abs[rel], "w") as f:
+					f.write(text)
+				tree.files[rel] = (sha1(text.encode()),)
+			tree.sha = lambda rel: tree.files[rel][0]
+			want = {rel: cfacts.extract(t, kn.want_args, kn.restore, kn.words) for rel, t in texts.items()}
+			for jobs in (1, 2, 1):	# here, the pool, then all from the cache
+				facts = Facts(tree, kn, Cache(os.path.join(d, "cache")), jobs)
+				facts.ensure(sorted(texts))
+				facts.close()
+				for rel in texts:
+					got = facts.get(rel)
+					with self.subTest(rel=rel, jobs=jobs):
+						self.assertEqual(dict(got["functions"].items()), want[rel]["functions"])
+						self.assertEqual(sorted(got["functions"]), sorted(want[rel]["functions"]))
+						for k in ("macros", "structs", "ops"):
+							self.assertEqual(got[k], want[rel][k])
+						for name in want[rel]["functions"]:
+							self.assertIn(name, got["functions"])
+							self.assertEqual(got["functions"].get(name), want[rel]["functions"][name])
+						self.assertIsNone(got["functions"].get("no_such_function"))
+
+
 if __name__ == "__main__":
 	unittest.main()
