@@ -415,7 +415,7 @@ class WakeCov:
 		# (scripts/nstok.c --ids; a file it cannot read mentions nothing)
 		held = ctok.mentions(known | new, [self.tree.abs[rel] for rel, _ in read])
 		for (rel, want), ids in zip(read, held):
-			for n in (ids or ()) & want:
+			for n in (ids or set()) & want:
 				hits[n].add(rel)
 		for rel in set(shas) - set(self.tree.files):
 			del shas[rel]
