@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 
 from nestsleep.analysis import cfacts
-from nestsleep.analysis.scan import _size
+from nestsleep.analysis.scan import _size, each_function
 from nestsleep.common import UserError, log, sha1
 from nestsleep.progress import Progress, appended
 
@@ -189,7 +189,7 @@ def stmt_expr_records(tree, facts, kn, waiters, targets, recs):
 	out = []
 	for rel in targets:
 		lines = None
-		for fname, fn in facts.get(rel)["functions"].items():
+		for fname, fn in each_function(facts.get(rel)["functions"]):
 			for c in fn["calls"]:
 				w = waiters.get(c["name"])
 				if not w or not c.get("stmt_expr") or c.get("kind"):
@@ -244,7 +244,7 @@ def function_coverage(targets, results, facts, scoped_calls):
 		if r.get("status") != "ok":
 			continue
 		seen = set(r.get("funcs", []))
-		for name, fn in facts.get(rel)["functions"].items():
+		for name, fn in each_function(facts.get(rel)["functions"]):
 			total += 1
 			guard = any(c["name"] in scoped_calls for c in fn.get("calls", []))
 			gtotal += guard

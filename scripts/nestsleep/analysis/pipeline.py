@@ -49,7 +49,7 @@ from nestsleep.analysis.resolve import Analysis
 from nestsleep.analysis.polls import polls
 from nestsleep.analysis.sameguard import SameGuard
 from nestsleep.analysis.summarize import GFP_TESTS
-from nestsleep.analysis.scan import SKIP_DIRS, WAIT_WORDS, Facts, Tree, holds_sources
+from nestsleep.analysis.scan import SKIP_DIRS, WAIT_WORDS, Facts, Tree, each_function, holds_sources
 from nestsleep.analysis.waiters import derive_waiters, specialize_rule
 from nestsleep.analysis.wakecov import wake_coverage
 from nestsleep.cache import Cache
@@ -261,7 +261,7 @@ def tree_knowledge(tree, facts, ana, kn, cache, times):
 	waiters = derive_waiters(kn, facts, [r for r in wait_files if tree.flags(r) & FileFlag.DEFINES])
 	carriers, run_true = set(), set()
 	for rel in state_files:
-		for name, fn in facts.get(rel)["functions"].items():
+		for name, fn in each_function(facts.get(rel)["functions"]):
 			if fn.get("carry"):
 				carriers.add(name)
 			if fn.get("run_true"):
@@ -304,9 +304,10 @@ def tree_knowledge(tree, facts, ana, kn, cache, times):
 	window_calls = []
 	anchors = []
 	for rel in sorted(set(wait_files) | set(state_files)):
-		for fname, fn in sorted(facts.get(rel)["functions"].items()):
+		fns = facts.get(rel)["functions"]
+		for fname, fn in sorted(each_function(fns), key=lambda x: x[0]):
 			if fn.get("setter") or any(c["name"] in carriers for c in fn["calls"]):
-				anchors.append((rel, fname, fn))
+				anchors.append((rel, fname, fns[fname]))
 	ana.prefetch(set((c["name"], rel) for rel, fname, fn in anchors for c in fn["calls"] if not c.get("kind")))
 	for rel, fname, fn in anchors:
 		for c in fn["calls"]:
@@ -520,6 +521,9 @@ def analyse(a, ext):
 	else:
 		waiters, carriers, window, wait_files, run_true = tree_knowledge(tree, facts, ana, kn, cache, times)
 		cache.store((waiters, sorted(carriers), window, wait_files, run_true), "index", "tree-" + tdig)
+		# the whole-tree graph is done with: its memory goes to the sites'
+		ana.nodes, ana.summary = {}, {}
+		facts.forget_decoded()
 
 	if a.only is not None:
 		targets = [r for r in a.only if r in tree.files]
@@ -548,7 +552,7 @@ def analyse(a, ext):
 			# a file's result depends only on the window names it calls
 			# and on which of its functions run as threads
 			fns = facts.get(rel)["functions"]
-			names = set(c["name"] for fn in fns.values() for c in fn["calls"])
+			names = set(c["name"] for _, fn in each_function(fns) for c in fn["calls"])
 			return base + sha1((" ".join(sorted(names & wset)) + "\0" +
 					    " ".join(sorted(set(fns) & threads))).encode())[:8]
 		t = time.time()

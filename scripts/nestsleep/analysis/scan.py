@@ -255,6 +255,15 @@ def pack(facts):
 	return facts
 
 
+def each_function(fns):
+	"""(name, record) of every function of a file's functions, in their
+	order; a packed record is decoded for the caller but not kept
+	(Functions.peek()): for a pass over every function of many files."""
+	peek = getattr(fns, "peek", None)
+	for name in fns:
+		yield name, (peek(name) if peek else fns[name])
+
+
 def _unpacked(f):
 	"""Packed facts f (pack()) as the analysis reads them."""
 	return dict(f, functions=Functions(f["functions"]))
@@ -277,6 +286,12 @@ class Functions(Mapping):
 		if v is None:
 			v = self._done[name] = marshal.loads(self._packed[name])
 		return v
+
+	def peek(self, name):
+		"""The record of name, not kept: for a pass over every function
+		that keeps a few (pipeline.tree_knowledge())."""
+		v = self._done.get(name)
+		return marshal.loads(self._packed[name]) if v is None else v
 
 	def __contains__(self, name):
 		return name in self._packed
@@ -328,6 +343,14 @@ class Facts:
 			self.cache.store(f, self.key, sha[:2], sha)
 			self.by_file[rel] = _unpacked(f)
 			self.extracted += 1
+
+	def forget_decoded(self):
+		"""Let go of every decoded function record (they stay packed): the
+		whole-tree pass is over, and the sites read only some of them."""
+		for f in self.by_file.values():
+			fns = f["functions"]
+			if isinstance(fns, Functions):
+				fns._done.clear()
 
 	def pool(self):
 		"""The extraction workers, started once: the graph asks for a few
