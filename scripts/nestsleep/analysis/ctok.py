@@ -150,13 +150,16 @@ def mentions(names, paths):
 			out[i] = None if row == "!" else set(names[int(k)] for k in row.split())
 	elif send:
 		for i in send:
-			out[i] = _mentions_py(names, paths[i])
+			out[i] = mentions_py(names, paths[i])
 	for i in here:
-		out[i] = _mentions_py(names, paths[i])
+		out[i] = mentions_py(names, paths[i])
 	return out
 
 
-def _mentions_py(names, path):
+def mentions_py(names, path):
+	"""mentions() of one path, in Python: the reference the tool follows
+	(test_ctok.py MentionsTest) and the way for a path the tool cannot
+	take."""
 	import re
 	try:
 		with open(path, "rb") as f:
