@@ -114,6 +114,81 @@ def specialize_rule(src, dst, waiters, carriers, window, threads=(), run_true=()
 		"ns_alone_prim": rx(())}
 	text = re.sub(r"identifier (\w+) : script:python\(\) \{ (ns_\w+)\(\w+\) \};",
 		      lambda m: 'identifier %s =~ "%s";' % (m.group(1), subs[m.group(2)]), text)
+	for name in SPLIT_RULES:
+		text = split_rule(text, name, SPLIT)
 	with open(dst, "w") as f:
 		f.write(text)
 	return dst
+
+
+# The window rules whose copy is split by window name (split_rule()), and
+# into how many.  spatch's CTL engine finds "setter ... f@p(...)" backwards
+# from every call of a window name in the whole function, and its cost
+# grows much faster than the number of those calls: in a huge function
+# with a wait (jbd2_journal_commit_transaction(), md_do_sync(),
+# qla2x00_do_dpc()) one rule took 13-48 s.  Eight rules of an eighth of the
+# names each find the same calls (a window is a path condition that does
+# not depend on f) in a third to a half of the time.
+SPLIT_RULES = ("pw", "sc")
+SPLIT = 8
+_HEADER = re.compile(r"^@(?!@)[^\n]*@[ \t]*$", re.M)
+
+
+def _chunks(text):
+	"""text cut before each rule header ('@name ...@', '@script:...@'):
+	the text before the first rule, then one piece per rule."""
+	cuts = [m.start() for m in _HEADER.finditer(text)]
+	return [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
+
+
+def _rule_name(chunk):
+	m = re.match(r"@(\w+)\b", chunk)
+	return m.group(1) if m and not chunk.startswith(("@script", "@initialize", "@finalize", "@depends")) else None
+
+
+def split_rule(text, name, k):
+	"""Rule name as k rules name_0 .. name_k-1, each with a k-th of the
+	names of its window regex ('identifier f =~ "^(a|b|...)$"'), and every
+	rule that inherits from it (its script, scsched) copied for each, in
+	place; a set of positions that names name.p gets every copy's.  The
+	calls the k rules find are those the one rule found."""
+	chunks = _chunks(text)
+	idx = next((i for i, c in enumerate(chunks) if _rule_name(c) == name), None)
+	if idx is None:
+		return text
+	m = re.search(r'identifier f =~ "\^\((.*?)\)\$";', chunks[idx])
+	names = m.group(1).split("|") if m else []
+	if len(names) < 2 or k < 2:
+		return text
+	k = min(k, len(names))
+	# the rules that inherit from name, and from those, in order
+	family, out = {name}, []
+	for i, c in enumerate(chunks):
+		own = _rule_name(c)
+		refs = set(re.findall(r"\b(\w+)\.\w+", c)) & family
+		if i == idx or (i > idx and refs and not _in_position_set(c, refs)):
+			if own:
+				family.add(own)
+			copies = []
+			for g in range(k):
+				t = c
+				for r in sorted(family, key=len, reverse=True):
+					t = re.sub(r"(?<![\w.])%s(?=\.|\b)" % r, "%s_%d" % (r, g), t)
+				if i == idx:
+					t = t.replace(m.group(0), 'identifier f =~ "^(%s)$";' % "|".join(names[g::k]), 1)
+				copies.append(t)
+			out.append("".join(copies))
+		elif refs:
+			out.append(re.sub(r"\b(%s)\.p\b" % "|".join(sorted(refs)),
+					  lambda x: ", ".join("%s_%d.p" % (x.group(1), g) for g in range(k)), c))
+		else:
+			out.append(c)
+	return "".join(out)
+
+
+def _in_position_set(chunk, refs):
+	"""Whether chunk names the rules refs only inside a set of positions
+	('position any_p = {wc.p, pw.p, ...};'): it is kept once, and the set
+	gets every copy's position."""
+	body = re.sub(r"position\s+\w+\s*=\s*\{[^}]*\}\s*;", "", chunk)
+	return not (set(re.findall(r"\b(\w+)\.\w+", body)) & refs)
