@@ -50,7 +50,7 @@ from nestsleep.analysis.polls import polls
 from nestsleep.analysis.sameguard import SameGuard
 from nestsleep.analysis.summarize import GFP_TESTS
 from nestsleep.analysis.scan import SKIP_DIRS, WAIT_WORDS, Facts, Tree, each_function, holds_sources
-from nestsleep.analysis.waiters import SPLIT, SPLIT_RULES, derive_waiters, specialize_rule
+from nestsleep.analysis.waiters import SPLIT, SPLIT_FORM, SPLIT_RULES, derive_waiters, specialize_rule
 from nestsleep.analysis.wakecov import wake_coverage
 from nestsleep.cache import Cache
 from nestsleep.common import UserError, check_confidence, log, sha1
@@ -545,7 +545,7 @@ def analyse(a, ext):
 		with open(a.cocci, "rb") as f:
 			base = sha1(f.read() + json.dumps(waiters, sort_keys=True).encode() + json.dumps(sorted(carriers)).encode()
 				    + json.dumps(run_true).encode() + _flags_key(a.spflags)
-				    + repr((SPLIT_RULES, SPLIT)).encode())[:16]
+				    + repr((SPLIT_RULES, SPLIT, SPLIT_FORM)).encode())[:16]
 		wset = set(window)
 		threads = thread_functions(tree, kn, cache)
 

@@ -131,6 +131,8 @@ def specialize_rule(src, dst, waiters, carriers, window, threads=(), run_true=()
 # not depend on f) in a third to a half of the time.
 SPLIT_RULES = ("pw", "sc")
 SPLIT = 8
+# how the copies are laid out: part of the match cache key (pipeline.py)
+SPLIT_FORM = "each copy followed by its inheritors"
 _HEADER = re.compile(r"^@(?!@)[^\n]*@[ \t]*$", re.M)
 
 
@@ -148,10 +150,14 @@ def _rule_name(chunk):
 
 def split_rule(text, name, k):
 	"""Rule name as k rules name_0 .. name_k-1, each with a k-th of the
-	names of its window regex ('identifier f =~ "^(a|b|...)$"'), and every
-	rule that inherits from it (its script, scsched) copied for each, in
-	place; a set of positions that names name.p gets every copy's.  The
-	calls the k rules find are those the one rule found."""
+	names of its window regex ('identifier f =~ "^(a|b|...)$"'), every
+	rule that inherits from it (its script, scsched) copied with it, and
+	a set of positions that names name.p given every copy's.  The rules
+	that inherit must follow it (the text is left as it is otherwise), and
+	each copy is followed by its own inheritors: spatch 1.1.1 skips the
+	script of a copy that does not directly follow it (the msleep() of
+	mvumi_rescan_bus() in 6.1 was lost so).  The calls the k rules find
+	are those the one rule found."""
 	chunks = _chunks(text)
 	idx = next((i for i, c in enumerate(chunks) if _rule_name(c) == name), None)
 	if idx is None:
@@ -161,29 +167,32 @@ def split_rule(text, name, k):
 	if len(names) < 2 or k < 2:
 		return text
 	k = min(k, len(names))
-	# the rules that inherit from name, and from those, in order
-	family, out = {name}, []
-	for i, c in enumerate(chunks):
-		own = _rule_name(c)
+	# the run of rules that inherit from name, and from those
+	family, end = {name}, idx + 1
+	while end < len(chunks):
+		refs = set(re.findall(r"\b(\w+)\.\w+", chunks[end])) & family
+		if not refs or _in_position_set(chunks[end], refs):
+			break
+		if _rule_name(chunks[end]):
+			family.add(_rule_name(chunks[end]))
+		end += 1
+	out = []
+	for i, c in enumerate(chunks[end:], end):
 		refs = set(re.findall(r"\b(\w+)\.\w+", c)) & family
-		if i == idx or (i > idx and refs and not _in_position_set(c, refs)):
-			if own:
-				family.add(own)
-			copies = []
-			for g in range(k):
-				t = c
-				for r in sorted(family, key=len, reverse=True):
-					t = re.sub(r"(?<![\w.])%s(?=\.|\b)" % r, "%s_%d" % (r, g), t)
-				if i == idx:
-					t = t.replace(m.group(0), 'identifier f =~ "^(%s)$";' % "|".join(names[g::k]), 1)
-				copies.append(t)
-			out.append("".join(copies))
-		elif refs:
-			out.append(re.sub(r"\b(%s)\.p\b" % "|".join(sorted(refs)),
-					  lambda x: ", ".join("%s_%d.p" % (x.group(1), g) for g in range(k)), c))
-		else:
-			out.append(c)
-	return "".join(out)
+		if refs and not _in_position_set(c, refs):
+			return text	# an inheritor apart from the run: not split
+		out.append(re.sub(r"\b(%s)\.p\b" % "|".join(sorted(refs)),
+				  lambda x: ", ".join("%s_%d.p" % (x.group(1), g) for g in range(k)), c) if refs else c)
+	copies = []
+	for g in range(k):
+		for i in range(idx, end):
+			t = chunks[i]
+			for r in sorted(family, key=len, reverse=True):
+				t = re.sub(r"(?<![\w.])%s(?=\.|\b)" % r, "%s_%d" % (r, g), t)
+			if i == idx:
+				t = t.replace(m.group(0), 'identifier f =~ "^(%s)$";' % "|".join(names[g::k]), 1)
+			copies.append(t)
+	return "".join(chunks[:idx] + copies + out)
 
 
 def _in_position_set(chunk, refs):
