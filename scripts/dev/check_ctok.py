@@ -35,7 +35,7 @@ def one(path):
 		text = f.read().decode("utf-8", "replace")
 	c = ctok.tokenize_c(text)
 	refused = c is None
-	same = (c if c is not None else ctok.tokenize(text)) == cfacts.tokenize_py(text)
+	same = (c if c is not None else cfacts.tokenize(text)) == cfacts.tokenize_py(text)
 	if same and not _TOKENS_ONLY:
 		try:
 			a = cfacts.extract(text, _KN.want_args, _KN.restore, _KN.words)

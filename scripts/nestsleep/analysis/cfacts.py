@@ -114,8 +114,10 @@ def _blank(m):
 
 def tokenize(text):
 	"""Return a list of (kind, value, line) for C source text: those of
-	tokenize_py(), from the C tokenizer (ctok.py, scripts/nstok.c)."""
-	return ctok.tokenize(text)
+	tokenize_py(), from the C tokenizer (ctok.py, scripts/nstok.c), or
+	from tokenize_py() for a text the tool refuses."""
+	toks = ctok.tokenize_c(text)
+	return toks if toks is not None else tokenize_py(text)
 
 
 def tokenize_py(text):

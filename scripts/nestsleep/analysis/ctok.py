@@ -116,16 +116,6 @@ def tokenize_c(text):
 	return list(zip(map(_KINDS.__getitem__, kinds), vals, lines.tolist()))
 
 
-def tokenize(text):
-	"""cfacts.tokenize(): the tool's tokens, or Python's for a text the
-	tool refuses."""
-	toks = tokenize_c(text)
-	if toks is None:
-		from nestsleep.analysis.cfacts import tokenize_py
-		toks = tokenize_py(text)
-	return toks
-
-
 def mentions(names, paths):
 	"""For each of paths, the set of names (str) that it holds as an
 	identifier, as re.findall(rb"[A-Za-z_]\\w*") over its bytes finds them
