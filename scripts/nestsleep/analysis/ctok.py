@@ -124,9 +124,9 @@ def mentions(names, paths):
 	a line) is read here."""
 	names = sorted(set(names))
 	out = [None] * len(paths)
-	here = [i for i, p in enumerate(paths) if "\n" in p]
-	send = [i for i, p in enumerate(paths) if "\n" not in p]
-	if send and names:
+	# no names to look for, or a path the tool cannot take: Python
+	send = [i for i, p in enumerate(paths) if names and "\n" not in p]
+	if send:
 		with tempfile.NamedTemporaryFile("w", prefix="nestsleep-names-", suffix=".txt") as nf:
 			nf.write("".join(n + "\n" for n in names))
 			nf.flush()
@@ -138,11 +138,10 @@ def mentions(names, paths):
 				r.returncode, (r.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]))
 		for i, row in zip(send, rows):
 			out[i] = None if row == "!" else set(names[int(k)] for k in row.split())
-	elif send:
-		for i in send:
-			out[i] = mentions_py(names, paths[i])
-	for i in here:
-		out[i] = mentions_py(names, paths[i])
+	sent = set(send)
+	for i, p in enumerate(paths):
+		if i not in sent:
+			out[i] = mentions_py(names, p)
 	return out
 
 

@@ -170,15 +170,15 @@ def split_rule(text, name, k):
 	# the run of rules that inherit from name, and from those
 	family, end = {name}, idx + 1
 	while end < len(chunks):
-		refs = set(re.findall(r"\b(\w+)\.\w+", chunks[end])) & family
+		refs = _refs(chunks[end], family)
 		if not refs or _in_position_set(chunks[end], refs):
 			break
 		if _rule_name(chunks[end]):
 			family.add(_rule_name(chunks[end]))
 		end += 1
 	out = []
-	for i, c in enumerate(chunks[end:], end):
-		refs = set(re.findall(r"\b(\w+)\.\w+", c)) & family
+	for c in chunks[end:]:
+		refs = _refs(c, family)
 		if refs and not _in_position_set(c, refs):
 			return text	# an inheritor apart from the run: not split
 		out.append(re.sub(r"\b(%s)\.p\b" % "|".join(sorted(refs)),
@@ -199,5 +199,9 @@ def _in_position_set(chunk, refs):
 	"""Whether chunk names the rules refs only inside a set of positions
 	('position any_p = {wc.p, pw.p, ...};'): it is kept once, and the set
 	gets every copy's position."""
-	body = re.sub(r"position\s+\w+\s*=\s*\{[^}]*\}\s*;", "", chunk)
-	return not (set(re.findall(r"\b(\w+)\.\w+", body)) & refs)
+	return not _refs(re.sub(r"position\s+\w+\s*=\s*\{[^}]*\}\s*;", "", chunk), refs)
+
+
+def _refs(chunk, rules):
+	"""Which of rules chunk names as 'rule.metavariable'."""
+	return set(re.findall(r"\b(\w+)\.\w+", chunk)) & set(rules)
