@@ -145,6 +145,20 @@ class CTokTest(unittest.TestCase):
 								 cfacts.extract(text, kn.want_args, kn.restore, kn.words,
 										cfacts.tokenize_py))
 
+	def test_shared_objects(self):
+		"""A file view keeps a whole file's tokens (wake coverage held 316
+		of them, 413 MiB, on 6.12): equal values and the line numbers of a
+		line are one object each, not one per token."""
+		text = "".join("static int f%d(struct dev *dev)\n{\n\treturn dev->count + dev->count;\n}\n" % k
+			       for k in range(200))
+		toks = ctok.tokenize_c(text)
+		self.assertEqual(toks, cfacts.tokenize_py(text))
+		by_val, by_line = {}, {}
+		for k, v, ln in toks:
+			self.assertIs(by_val.setdefault(v, v), v)
+			self.assertIs(by_line.setdefault(ln, ln), ln)
+		self.assertGreater(max(by_line), 256)	# past CPython's small ints
+
 	def test_key_has_tool_source(self):
 		"""Facts made by another version of the tool are never trusted."""
 		self.assertIn(ctok.SOURCE_DIGEST, ctok.binary_path())
