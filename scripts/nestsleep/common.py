@@ -43,6 +43,58 @@ def run_user(fn, arg, prefix, also=()):
 		return 130
 
 
+def run_apart(fn):
+	"""fn() in a forked child process; its result (pickled) comes back.
+	For a step that builds much and keeps little: the memory it took goes
+	back to the system when the child exits, where a process that freed
+	it would keep most of it.  A UserError in the child is raised again
+	here with its message; any other exception as a RuntimeError with the
+	child's traceback; a child killed by a signal is a UserError."""
+	import pickle
+	import traceback
+	rfd, wfd = os.pipe()
+	sys.stderr.flush()
+	pid = os.fork()
+	if pid == 0:
+		os.close(rfd)
+		code = 0
+		try:
+			try:
+				out = ("ok", fn())
+			except UserError as e:
+				out = ("user", str(e))
+			except KeyboardInterrupt:
+				out = ("interrupt", "")
+			except BaseException:
+				out = ("error", traceback.format_exc())
+			data = pickle.dumps(out, pickle.HIGHEST_PROTOCOL)
+			with os.fdopen(wfd, "wb") as f:
+				f.write(data)
+			sys.stderr.flush()
+		except BaseException:
+			code = 1
+		finally:
+			os._exit(code)
+	os.close(wfd)
+	try:
+		with os.fdopen(rfd, "rb") as f:
+			data = f.read()
+	finally:
+		_, status = os.waitpid(pid, 0)
+	if os.WIFSIGNALED(status):
+		raise UserError("a child process of nestsleep was killed by signal %d; run again" % os.WTERMSIG(status))
+	if not data:
+		raise RuntimeError("a child process of nestsleep exited (status %d) with no result" % status)
+	kind, val = pickle.loads(data)
+	if kind == "ok":
+		return val
+	if kind == "user":
+		raise UserError(val)
+	if kind == "interrupt":
+		raise KeyboardInterrupt()
+	raise RuntimeError("in a child process of nestsleep:\n" + val)
+
+
 def sha1(data):
 	return hashlib.sha1(data).hexdigest()
 

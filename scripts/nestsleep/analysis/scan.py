@@ -293,10 +293,6 @@ class Functions(Mapping):
 		v = self._done.get(name)
 		return marshal.loads(self._packed[name]) if v is None else v
 
-	def forget(self):
-		"""Drop the decoded records; they stay packed."""
-		self._done.clear()
-
 	def __contains__(self, name):
 		return name in self._packed
 
@@ -347,13 +343,6 @@ class Facts:
 			self.cache.store(f, self.key, sha[:2], sha)
 			self.by_file[rel] = _unpacked(f)
 			self.extracted += 1
-
-	def forget_decoded(self):
-		"""Let go of every decoded function record (they stay packed): the
-		whole-tree pass is over, and the sites read only some of them."""
-		for f in self.by_file.values():
-			if isinstance(f["functions"], Functions):
-				f["functions"].forget()
 
 	def pool(self):
 		"""The extraction workers, started once: the graph asks for a few
