@@ -90,3 +90,67 @@ class CheckTest(unittest.TestCase):
 
 if __name__ == "__main__":
 	unittest.main()
+
+
+class SearchFilesTest(unittest.TestCase):
+	"""pipeline.search_files(): the thread creators' and the wait wrappers'
+	searches over the whole tree read only the files that name them, and
+	find what a search of every file finds."""
+
+	TEXTS = {
+		"a.c": "static int t(void *d)\n{\n\treturn 0;\n}\nvoid s(void) { kthread_run(t, NULL, \"t\"); }\n",
+		"comment.c": "/* kthread_run(in_comment, x) */\n",
+		"prefix.c": "void s(void) { my_kthread_run(not_this, NULL); xkthread_run(nor_this); }\n",
+		"spaced.c": "void s(void) { kthread_create (\n\t&spaced , NULL, \"s\"); }\n",
+		"string.c": "const char *s = \"kthread_run(in_string)\";\n",
+		"odd.c": b"char c = '\xe9'; void s(void) { \xe9kthread_run(after_odd, 0); }\n",
+		"none.c": "int x;\n",
+		"later.h": "#define START(f) kthread_run(f, NULL, #f)\n",
+	}
+
+	def test_same_as_reading_every_file(self):
+		import builtins
+		import re
+		from nestsleep.analysis.scan import Tree
+		from nestsleep.cache import Cache
+		tmp = tempfile.mkdtemp(prefix="nestsleep-search-")
+		self.addCleanup(shutil.rmtree, tmp, True)
+		src = os.path.join(tmp, "src")
+		os.makedirs(src)
+		for name, text in self.TEXTS.items():
+			with open(os.path.join(src, name), "wb") as f:
+				f.write(text if isinstance(text, bytes) else text.encode())
+		cache = Cache(os.path.join(tmp, "cache"))
+		tree = Tree(src, cache, 1)
+		names = ["kthread_create", "kthread_run"]
+		pat = re.compile(r"\b(?:%s)\s*\(\s*&?\s*([A-Za-z_]\w*)\s*[,)]" % "|".join(names))
+		want = {}
+		for rel in tree.files:
+			with open(tree.abs[rel], errors="replace") as f:
+				want[rel] = sorted(set(pat.findall(f.read())))
+		opened = []
+		real_open = builtins.open
+
+		def spy(path, *a, **k):
+			if str(path).startswith(src):
+				opened.append(os.path.relpath(path, src))
+			return real_open(path, *a, **k)
+		builtins.open = spy
+		try:
+			got = pipeline.search_files(tree, cache, "test-threads", names,
+						    lambda text: sorted(set(pat.findall(text))), [], sorted(tree.files))
+		finally:
+			builtins.open = real_open
+		self.assertEqual(got, want)
+		self.assertEqual(got["spaced.c"], ["spaced"])
+		self.assertEqual(got["odd.c"], ["after_odd"])
+		self.assertNotIn("none.c", opened)
+		# a second search reads no file: the cache has each content's result
+		opened.clear()
+		builtins.open = spy
+		try:
+			again = pipeline.search_files(tree, cache, "test-threads", names, None, [], sorted(tree.files))
+		finally:
+			builtins.open = real_open
+		self.assertEqual(again, want)
+		self.assertEqual(opened, [])

@@ -272,26 +272,10 @@ def tree_knowledge(tree, facts, ana, kn, cache, times):
 		# wrappers whose names the scan's tokens miss: search for their
 		# users once per file content and wrapper set
 		pat = re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, extra)))
-		ckey = "extra-" + sha1(" ".join(extra).encode())[:12]
-		seen = cache.load("index", ckey) or {}
-		more, dirty = [], False
-		for rel in tree.files:
-			if tree.flags(rel) & FileFlag.WAIT:
-				continue
-			sha = tree.sha(rel)
-			hit = seen.get(sha)
-			if hit is None:
-				try:
-					with open(tree.abs[rel], errors="replace") as f:
-						hit = bool(pat.search(f.read()))
-				except OSError:
-					hit = False
-				seen[sha] = hit
-				dirty = True
-			if hit:
-				more.append(rel)
-		if dirty:
-			cache.store(seen, "index", ckey)
+		hits = search_files(tree, cache, "extra-" + sha1(" ".join(extra).encode())[:12], extra,
+				    lambda text: bool(pat.search(text)), False,
+				    [r for r in tree.files if not tree.flags(r) & FileFlag.WAIT])
+		more = [rel for rel, hit in hits.items() if hit]
 		facts.ensure(more)
 		wait_files += more
 	log("%d wait primitives (%d found by macro expansion), %d state-carrying helpers" % (
@@ -353,24 +337,36 @@ def thread_functions(tree, kn, cache):
 	cr = kn.info["tasks"]["creators"]
 	names = sorted(set(cr["started"] + cr["stopped"]))
 	pat = re.compile(r"\b(?:%s)\s*\(\s*&?\s*([A-Za-z_]\w*)\s*[,)]" % "|".join(map(re.escape, names)))
-	ckey = "threads-" + sha1(" ".join(names).encode())[:12]
-	seen = cache.load("index", ckey) or {}
-	out, dirty = set(), False
-	for rel in tree.files:
-		sha = tree.sha(rel)
-		hit = seen.get(sha)
-		if hit is None:
-			try:
-				with open(tree.abs[rel], errors="replace") as f:
-					hit = sorted(set(pat.findall(f.read())))
-			except OSError:
-				hit = []
-			seen[sha] = hit
-			dirty = True
+	hits = search_files(tree, cache, "threads-" + sha1(" ".join(names).encode())[:12], names,
+			    lambda text: sorted(set(pat.findall(text))), [], tree.files)
+	out = set()
+	for hit in hits.values():
 		out.update(hit)
-	if dirty:
-		cache.store(seen, "index", ckey)
 	return out
+
+
+def search_files(tree, cache, ckey, names, found, empty, rels):
+	"""{rel: found(text)} for each of rels, kept per file content in the
+	cache index ckey.  found must find nothing in a text that does not
+	hold one of names as an identifier (a regular expression that begins
+	with r"\b(?:name|...)\s*\(" is such): only the files that do (one
+	pass of 'nstok --ids', ctok.mentions()) are read here, and the others
+	get empty, as does a file that cannot be read."""
+	seen = cache.load("index", ckey) or {}
+	todo = [rel for rel in rels if tree.sha(rel) not in seen]
+	if todo:
+		held = ctok.mentions(names, [tree.abs[rel] for rel in todo])
+		for rel, ids in zip(todo, held):
+			hit = empty
+			if ids:
+				try:
+					with open(tree.abs[rel], errors="replace") as f:
+						hit = found(f.read())
+				except OSError:
+					pass
+			seen[tree.sha(rel)] = hit
+		cache.store(seen, "index", ckey)
+	return dict((rel, seen[tree.sha(rel)]) for rel in rels)
 
 
 # the shapes whose window the rule sees whole, from the state set to its end
