@@ -51,7 +51,6 @@ def run_apart(fn):
 	here with its message; any other exception as a RuntimeError with the
 	child's traceback; a child killed by a signal is a UserError."""
 	import pickle
-	import traceback
 	rfd, wfd = os.pipe()
 	sys.stderr.flush()
 	pid = os.fork()
@@ -59,15 +58,7 @@ def run_apart(fn):
 		os.close(rfd)
 		code = 0
 		try:
-			try:
-				out = ("ok", fn())
-			except UserError as e:
-				out = ("user", str(e))
-			except KeyboardInterrupt:
-				out = ("interrupt", "")
-			except BaseException:
-				out = ("error", traceback.format_exc())
-			data = pickle.dumps(out, pickle.HIGHEST_PROTOCOL)
+			data = pickle.dumps(_report(fn, ()), pickle.HIGHEST_PROTOCOL)
 			with os.fdopen(wfd, "wb") as f:
 				f.write(data)
 			sys.stderr.flush()
@@ -85,7 +76,11 @@ def run_apart(fn):
 		raise UserError("a child process of nestsleep was killed by signal %d; run again" % os.WTERMSIG(status))
 	if not data:
 		raise RuntimeError("a child process of nestsleep exited (status %d) with no result" % status)
-	kind, val = pickle.loads(data)
+	return _result_of(*pickle.loads(data))
+
+
+def _result_of(kind, val):
+	"""run_apart()'s and run_spawned()'s result from the child's report."""
 	if kind == "ok":
 		return val
 	if kind == "user":
@@ -93,6 +88,53 @@ def run_apart(fn):
 	if kind == "interrupt":
 		raise KeyboardInterrupt()
 	raise RuntimeError("in a child process of nestsleep:\n" + val)
+
+
+def _report(fn, args):
+	"""What a child process sends back: its result, or how it failed."""
+	import traceback
+	try:
+		return ("ok", fn(*args))
+	except UserError as e:
+		return ("user", str(e))
+	except KeyboardInterrupt:
+		return ("interrupt", "")
+	except BaseException:
+		return ("error", traceback.format_exc())
+
+
+def run_spawned(module, name, *args):
+	"""module.name(*args) in a new Python process that imports only what
+	it needs (pickled arguments on its stdin, the pickled result on its
+	stdout, its stderr the run's): for a step whose memory should not be
+	added to the run's, which a forked child (run_apart()) would inherit.
+	Errors come back as with run_apart()."""
+	import pickle
+	import subprocess
+	top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+	env = dict(os.environ, PYTHONPATH=os.pathsep.join([top] + [p for p in os.environ.get(
+		"PYTHONPATH", "").split(os.pathsep) if p]))
+	sys.stderr.flush()
+	r = subprocess.run([sys.executable, "-c", "from nestsleep.common import _spawned; _spawned()"],
+			   input=pickle.dumps((module, name, args), pickle.HIGHEST_PROTOCOL),
+			   stdout=subprocess.PIPE, env=env)
+	if r.returncode < 0:
+		raise UserError("a child process of nestsleep was killed by signal %d; run again" % -r.returncode)
+	if not r.stdout:
+		raise RuntimeError("a child process of nestsleep exited (status %d) with no result" % r.returncode)
+	return _result_of(*pickle.loads(r.stdout))
+
+
+def _spawned():
+	"""The child of run_spawned()."""
+	import importlib
+	import pickle
+	module, name, args = pickle.loads(sys.stdin.buffer.read())
+	out = sys.stdout.buffer
+	sys.stdout = sys.stderr	# the result alone goes to stdout
+	data = pickle.dumps(_report(getattr(importlib.import_module(module), name), args), pickle.HIGHEST_PROTOCOL)
+	out.write(data)
+	out.flush()
 
 
 def sha1(data):

@@ -65,3 +65,52 @@ class KnowledgeApartTest(unittest.TestCase):
 			self.assertNotEqual(int(f.read()), os.getpid())
 		# the child's phase times come back
 		self.assertIn("window", res.times)
+
+
+class RunSpawnedTest(unittest.TestCase):
+	def test_result(self):
+		from nestsleep.common import run_spawned
+		self.assertNotEqual(run_spawned("os", "getpid"), os.getpid())
+		self.assertEqual(run_spawned("json", "loads", '{"a": [1]}'), {"a": [1]})
+
+	def test_errors(self):
+		from nestsleep.common import run_spawned
+		with self.assertRaisesRegex(UserError, "^CONFIDENCE=bogus: give"):
+			run_spawned("nestsleep.common", "check_confidence", "bogus")
+		with self.assertRaisesRegex(RuntimeError, "JSONDecodeError"):
+			run_spawned("json", "loads", "{")
+		with self.assertRaisesRegex(UserError, "killed by signal 6"):
+			run_spawned("os", "abort")
+		with self.assertRaisesRegex(RuntimeError, "no result"):
+			run_spawned("os", "_exit", 3)
+
+	def test_stdout_is_the_result_alone(self):
+		from nestsleep.common import run_spawned
+		self.assertIsNone(run_spawned("builtins", "print", "to stderr, not into the result"))
+
+
+class WakeCovApartTest(unittest.TestCase):
+	"""The wake coverage runs in a process of its own: what it builds is
+	not added to the run's memory."""
+
+	def test_in_another_process(self):
+		from nestsleep.analysis import wakecov
+		seen = []
+		real = wakecov._wake_coverage
+
+		def spy(*a):
+			seen.append(os.getpid())
+			return real(*a)
+		wakecov._wake_coverage = spy
+		try:
+			tmp = tempfile.mkdtemp(prefix="nestsleep-apart-")
+			self.addCleanup(shutil.rmtree, tmp, True)
+			src = os.path.join(tmp, "src")
+			os.makedirs(src)
+			shutil.copy(os.path.join(TOP, "fixtures", "report", "shapes.c"), src)
+			res = pipeline.check(pipeline.Options(kdir=src, mode="report", jobs=1,
+							      cache=os.path.join(tmp, "cache")))
+		finally:
+			wakecov._wake_coverage = real
+		self.assertTrue(res.findings)
+		self.assertEqual(seen, [], "ran in this process")

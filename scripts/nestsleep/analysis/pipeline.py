@@ -632,12 +632,17 @@ def analyse(a, ext):
 	# missed (analysis/wakecov.py): only the files naming their queues
 	# and inputs are read
 	t = time.time()
+	# whether the condition blocks on every pass (a poll), for the waits
+	# wake coverage gives a record: the fixer's poll rule (fix/polls.py)
+	# reads it.  It reads the findings' chains alone, so the graph can go
+	# first: the memory it frees is reused by the wake coverage's file
+	# views, which were the peak of a run on top of it
+	poll = [polls(f, ana, kn) for f in out]
+	ana.nodes, ana.summary = {}, {}
 	out += wake_coverage(out, tree, kn, cache, tdig)
-	for f in out:
+	for f, p in zip(out, poll):
 		if f.get("wakers") is not None:
-			# whether the condition blocks on every pass (a poll): the
-			# fixer's poll rule (fix/polls.py) reads it
-			f["wakers"]["polls"] = polls(f, ana, kn)
+			f["wakers"]["polls"] = p
 	times["wakecov"] = time.time() - t
 	cov = {"files": len(targets), "parsed": matcher.parsed, "failed": sorted(matcher.failed),
 	       "timeout": sorted(matcher.timedout), "unreadable": ["%s (%s)" % kv for kv in sorted(tree.unreadable.items())]}

@@ -35,7 +35,9 @@ import re
 
 from nestsleep.analysis import cfacts, ctok
 from nestsleep.analysis.cfacts import _LOCAL_DECL, _match_close, _text, params_of, split_args, tokenize
-from nestsleep.common import fingerprint, sha1
+from nestsleep.cache import Cache
+from nestsleep.common import fingerprint, run_spawned, sha1
+from nestsleep.knowledge import Knowledge
 
 # writes through a call: the lvalue is the call's argument '&x'
 WRITE_CALLS = re.compile(r"^(?:atomic(?:64|_long)?_(?:set|inc|dec|add|sub|and|or|andnot|xchg|cmpxchg|fetch_\w+)"
@@ -796,10 +798,40 @@ def wake_coverage(findings, tree, kn, cache, tdig=""):
 				if rec is not None:
 					f["wakers"] = rec
 			return got[1]
-	out = _wake_coverage(findings, tree, kn, cache)
+	# in a process of its own: the file views of a wait whose queue is
+	# named in a few hundred files (bcachefs's journal on 6.12) took
+	# 300-480 MiB on top of all the run held (common.run_spawned())
+	recs, out, dropped = run_spawned("nestsleep.analysis.wakecov", "_wake_coverage_child", findings,
+					 dict((rel, tree.sha(rel)) for rel in tree.files), tree.abs, tree.kdir,
+					 kn.path, cache.root)
+	cache.dropped += dropped
+	for f, rec in zip(findings, recs):
+		if rec is not None:
+			f["wakers"] = rec
 	if ckey:
-		cache.store(([f.get("wakers") for f in findings], out), "index", ckey)
+		cache.store((recs, out), "index", ckey)
 	return out
+
+
+class _Files:
+	"""What WakeCov reads of the scanned tree (scan.Tree): each file's
+	content hash and path, the tree's root."""
+
+	def __init__(self, shas, abs_, kdir):
+		self.files = dict((rel, (sha,)) for rel, sha in shas.items())
+		self.abs, self.kdir = abs_, kdir
+
+	def sha(self, rel):
+		return self.files[rel][0]
+
+
+def _wake_coverage_child(findings, shas, abs_, kdir, kn_path, cache_root):
+	"""_wake_coverage() in the process run_spawned() started: each
+	finding's record (or None), the missed wakeups, the damaged cache
+	files dropped."""
+	cache = Cache(cache_root)
+	out = _wake_coverage(findings, _Files(shas, abs_, kdir), Knowledge(kn_path), cache)
+	return [f.get("wakers") for f in findings], out, cache.dropped
 
 
 def _wake_coverage(findings, tree, kn, cache):
