@@ -125,5 +125,37 @@ class SplitRuleTest(unittest.TestCase):
 		self.assertEqual(out["split"], out["one"])
 
 
+class SplitForTest(unittest.TestCase):
+	"""pipeline.split_for(): a file is matched with the split rules only
+	when a function of it that sets the task state makes SPLIT_CALLS
+	calls or more (the facts' "setter" and "calls")."""
+
+	@staticmethod
+	def fn(setter, ncalls):
+		return {"setter": setter, "calls": [{"name": "c%d" % i, "line": i} for i in range(ncalls)]}
+
+	def test_forms(self):
+		from nestsleep.analysis import pipeline
+		n = waiters.SPLIT_CALLS
+		self.assertEqual(pipeline.split_for({"a": self.fn(True, n)}), waiters.SPLIT)
+		self.assertEqual(pipeline.split_for({"a": self.fn(True, n - 1)}), 1)
+		self.assertEqual(pipeline.split_for({"a": self.fn(False, 10 * n), "b": self.fn(True, 3)}), 1)
+		self.assertEqual(pipeline.split_for({"a": self.fn(False, 10 * n), "b": self.fn(True, n + 1)}), waiters.SPLIT)
+		self.assertEqual(pipeline.split_for({}), 1)
+
+	def test_rule_of_each_form(self):
+		"""specialize_rule(split=1) leaves the window rules whole."""
+		with tempfile.TemporaryDirectory() as d:
+			got = {}
+			for k in (1, waiters.SPLIT):
+				dst = os.path.join(d, "r%d.cocci" % k)
+				waiters.specialize_rule(DEFAULT_COCCI, dst, {}, [], WINDOW, split=k)
+				with open(dst) as f:
+					got[k] = f.read()
+			self.assertIn("@pw exists@", got[1])
+			self.assertNotIn("@pw_0 ", got[1])
+			self.assertIn("@pw_0 exists@", got[waiters.SPLIT])
+
+
 if __name__ == "__main__":
 	unittest.main()

@@ -37,8 +37,11 @@ def cocci_options(cocci):
 class Matcher:
 	"""Runs the rule over the wait-site files; results cached per file."""
 
-	def __init__(self, tree, cache, args, cocci, paths, rulekey):
-		self.tree, self.cache, self.args, self.cocci = tree, cache, args, cocci
+	def __init__(self, tree, cache, args, rules, paths, rulekey, form=None):
+		"""rules: {form: the rule file}; form(rel): which one matches
+		file rel (the only one when form is None)."""
+		self.tree, self.cache, self.args, self.rules = tree, cache, args, rules
+		self.form = form or (lambda rel: next(iter(rules)))
 		self.paths = paths
 		self.rulekey = rulekey
 		self.failed, self.timedout, self.parsed = [], [], 0
@@ -60,7 +63,9 @@ class Matcher:
 				results[rel] = r
 		if todo:
 			log("matching %d files with spatch (%d cached)" % (len(todo), len(results)))
-			fresh = self._spatch(todo)
+			fresh = {}
+			for k in sorted(set(map(self.form, todo))):
+				fresh.update(self._spatch([rel for rel in todo if self.form(rel) == k], self.rules[k]))
 			for rel in todo:
 				r = fresh.get(rel, {"status": "failed", "recs": [], "funcs": []})
 				results[rel] = r
@@ -102,7 +107,7 @@ class Matcher:
 		finally:
 			shown.close()
 
-	def _spatch(self, rels):
+	def _spatch(self, rels, cocci):
 		args = self.args
 		tmp = tempfile.mkdtemp(prefix="nestsleep-")
 		try:
@@ -112,8 +117,8 @@ class Matcher:
 				# they go, so a big file last would leave one job alone
 				for rel in sorted(rels, key=lambda r: -_size(self.tree.abs[r])):
 					f.write(self.tree.abs[rel] + "\n\n")
-			cmd = ["spatch", "--sp-file", self.cocci, "--no-show-diff", "--quiet"]
-			cmd += cocci_options(self.cocci)
+			cmd = ["spatch", "--sp-file", cocci, "--no-show-diff", "--quiet"]
+			cmd += cocci_options(cocci)
 			cmd += ["--timeout", str(args.timeout), "--file-groups", groups,
 				"--tmp-dir", os.path.join(tmp, "par")]
 			if args.jobs > 1:

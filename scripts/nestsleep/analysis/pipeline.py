@@ -50,7 +50,8 @@ from nestsleep.analysis.polls import polls
 from nestsleep.analysis.sameguard import SameGuard
 from nestsleep.analysis.summarize import GFP_TESTS
 from nestsleep.analysis.scan import SKIP_DIRS, WAIT_WORDS, Facts, Tree, each_function, holds_sources
-from nestsleep.analysis.waiters import SPLIT, SPLIT_FORM, SPLIT_RULES, derive_waiters, specialize_rule
+from nestsleep.analysis.waiters import (SPLIT, SPLIT_CALLS, SPLIT_FORM, SPLIT_RULES, derive_waiters,
+					 specialize_rule)
 from nestsleep.analysis.wakecov import wake_coverage
 from nestsleep.cache import Cache
 from nestsleep.common import UserError, check_confidence, log, run_apart, sha1
@@ -309,6 +310,20 @@ def tree_knowledge(tree, facts, ana, kn, cache, times):
 	return waiters, carriers, window, wait_files, sorted(run_true)
 
 
+def split_for(fns):
+	"""How many ways the window rules are split for a file with functions
+	fns (waiters.split_rule()): SPLIT when one of its functions that sets
+	the task state makes SPLIT_CALLS calls or more, else 1.  Both forms
+	find the same calls; the split one is cheaper only there, where the
+	rule's CTL cost grows fastest: on 6.12 spatch took 210.6 s of CPU over
+	the wait files with all split and 240.4 s with none (fs/jbd2/commit.c
+	8.8 s against 43.9 s), and 185.4 s split this way."""
+	for _, fn in each_function(fns):
+		if fn.get("setter") and len(fn["calls"]) >= SPLIT_CALLS:
+			return SPLIT
+	return 1
+
+
 def knowledge_apart(tree, facts, ana, kn, cache, times):
 	"""tree_knowledge() in a child process (common.run_apart()).  It reads
 	the facts of every wait and state file and of their callees, some
@@ -557,24 +572,32 @@ def analyse(a, ext):
 			with open(paths[nm], "w") as f:
 				json.dump(val, f, sort_keys=True)
 		with open(a.cocci, "rb") as f:
-			base = sha1(f.read() + json.dumps(waiters, sort_keys=True).encode() + json.dumps(sorted(carriers)).encode()
-				    + json.dumps(run_true).encode() + _flags_key(a.spflags)
-				    + repr((SPLIT_RULES, SPLIT, SPLIT_FORM)).encode())[:16]
+			text = (f.read() + json.dumps(waiters, sort_keys=True).encode() + json.dumps(sorted(carriers)).encode()
+				+ json.dumps(run_true).encode() + _flags_key(a.spflags))
+		# one rule per form: window rules split SPLIT ways, or not split
+		bases = dict((k, sha1(text + repr((SPLIT_RULES, k, SPLIT_FORM)).encode())[:16]) for k in (1, SPLIT))
 		wset = set(window)
 		threads = thread_functions(tree, kn, cache)
+		forms = {}
+
+		def form(rel):
+			if rel not in forms:
+				forms[rel] = split_for(facts.get(rel)["functions"])
+			return forms[rel]
 
 		def rulekey(rel):
 			# a file's result depends only on the window names it calls
 			# and on which of its functions run as threads
 			fns = facts.get(rel)["functions"]
 			names = set(c["name"] for _, fn in each_function(fns) for c in fn["calls"])
-			return base + sha1((" ".join(sorted(names & wset)) + "\0" +
-					    " ".join(sorted(set(fns) & threads))).encode())[:8]
+			return bases[form(rel)] + sha1((" ".join(sorted(names & wset)) + "\0" +
+							" ".join(sorted(set(fns) & threads))).encode())[:8]
 		t = time.time()
-		rule = specialize_rule(a.cocci, os.path.join(tmp, os.path.basename(a.cocci)),
-				       waiters, carriers, window, threads, run_true)
+		stem, ext = os.path.splitext(os.path.basename(a.cocci))
+		rules = dict((k, specialize_rule(a.cocci, os.path.join(tmp, "%s-%d%s" % (stem, k, ext)), waiters, carriers,
+						 window, threads, run_true, split=k)) for k in (1, SPLIT))
 		facts.close()	# spatch has the cores now
-		matcher = Matcher(tree, cache, a, rule, paths, rulekey)
+		matcher = Matcher(tree, cache, a, rules, paths, rulekey, form)
 		results = matcher.run(targets)
 		times["match"] = time.time() - t
 	finally:

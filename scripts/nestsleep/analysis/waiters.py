@@ -95,7 +95,7 @@ def derive_waiters(kn, facts, files):
 # spatch
 
 
-def specialize_rule(src, dst, waiters, carriers, window, threads=(), run_true=()):
+def specialize_rule(src, dst, waiters, carriers, window, threads=(), run_true=(), split=None):
 	"""Write a copy of the rule with this tree's knowledge as regex constraints.
 
 	Alone, the rule asks Python whether an identifier is a waiter, a carrier,
@@ -115,7 +115,7 @@ def specialize_rule(src, dst, waiters, carriers, window, threads=(), run_true=()
 	text = re.sub(r"identifier (\w+) : script:python\(\) \{ (ns_\w+)\(\w+\) \};",
 		      lambda m: 'identifier %s =~ "%s";' % (m.group(1), subs[m.group(2)]), text)
 	for name in SPLIT_RULES:
-		text = split_rule(text, name, SPLIT)
+		text = split_rule(text, name, SPLIT if split is None else split)
 	with open(dst, "w") as f:
 		f.write(text)
 	return dst
@@ -131,6 +131,9 @@ def specialize_rule(src, dst, waiters, carriers, window, threads=(), run_true=()
 # not depend on f) in a third to a half of the time.
 SPLIT_RULES = ("pw", "sc")
 SPLIT = 8
+# a file is matched with the split rules when one of its functions that
+# sets the task state makes this many calls (pipeline.split_for())
+SPLIT_CALLS = 60
 # how the copies are laid out: part of the match cache key (pipeline.py)
 SPLIT_FORM = "each copy followed by its inheritors"
 _HEADER = re.compile(r"^@(?!@)[^\n]*@[ \t]*$", re.M)
