@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import tempfile
 
-from nestsleep.analysis import cfacts
+from nestsleep.analysis import blank, cfacts
 from nestsleep.analysis.scan import _size, each_function
 from nestsleep.common import UserError, log, sha1
 from nestsleep.progress import Progress, appended
@@ -37,11 +37,14 @@ def cocci_options(cocci):
 class Matcher:
 	"""Runs the rule over the wait-site files; results cached per file."""
 
-	def __init__(self, tree, cache, args, rules, paths, rulekey, form=None):
+	def __init__(self, tree, cache, args, rules, paths, rulekey, form=None, keep=None):
 		"""rules: {form: the rule file}; form(rel): which one matches
-		file rel (the only one when form is None)."""
+		file rel (the only one when form is None).  keep: the names whose
+		presence keeps a function body in the copy of a file that spatch
+		reads (analysis/blank.py); None: spatch reads the files."""
 		self.tree, self.cache, self.args, self.rules = tree, cache, args, rules
 		self.form = form or (lambda rel: next(iter(rules)))
+		self.keep = keep
 		self.paths = paths
 		self.rulekey = rulekey
 		self.failed, self.timedout, self.parsed = [], [], 0
@@ -107,16 +110,42 @@ class Matcher:
 		finally:
 			shown.close()
 
+	def _copies(self, rels, tmp):
+		"""{rel: the path spatch reads}, {rel: the '{' lines of the bodies
+		blanked}: the file itself, or its copy under tmp with the bodies
+		that need no matching blanked (blank.py)."""
+		if self.keep is None:
+			return dict((rel, self.tree.abs[rel]) for rel in rels), {}
+		src, blanked = {}, {}
+		for rel in rels:
+			try:
+				with open(self.tree.abs[rel], "rb") as f:
+					text = f.read().decode("latin-1")
+			except OSError:
+				src[rel] = self.tree.abs[rel]	# spatch says it cannot read it
+				continue
+			out, lines = blank.blank_lines(text, self.keep)
+			if not lines:
+				src[rel] = self.tree.abs[rel]
+				continue
+			dst = os.path.join(tmp, "src", rel)
+			os.makedirs(os.path.dirname(dst), exist_ok=True)
+			with open(dst, "wb") as f:
+				f.write(out.encode("latin-1"))
+			src[rel], blanked[rel] = dst, lines
+		return src, blanked
+
 	def _spatch(self, rels, cocci):
 		args = self.args
 		tmp = tempfile.mkdtemp(prefix="nestsleep-")
 		try:
+			src, blanked = self._copies(rels, tmp)
 			groups = os.path.join(tmp, "groups")
 			with open(groups, "w") as f:
 				# largest first: with --chunksize 1 the jobs take files as
 				# they go, so a big file last would leave one job alone
 				for rel in sorted(rels, key=lambda r: -_size(self.tree.abs[r])):
-					f.write(self.tree.abs[rel] + "\n\n")
+					f.write(src[rel] + "\n\n")
 			cmd = ["spatch", "--sp-file", cocci, "--no-show-diff", "--quiet"]
 			cmd += cocci_options(cocci)
 			cmd += ["--timeout", str(args.timeout), "--file-groups", groups,
@@ -133,7 +162,7 @@ class Matcher:
 			err_path, out_path = os.path.join(tmp, "stderr"), os.path.join(tmp, "stdout")
 			with open(err_path, "w") as err, open(out_path, "wb") as out:
 				proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=tmp)
-				self._watch(proc, progress, {self.tree.abs[r]: _size(self.tree.abs[r]) for r in rels})
+				self._watch(proc, progress, dict((src[r], _size(self.tree.abs[r])) for r in rels))
 			with open(err_path, errors="replace") as f:
 				err_text = f.read()
 			if args.debug_file:
@@ -141,8 +170,9 @@ class Matcher:
 					f.write(err_text)
 			with open(out_path, "rb") as f:
 				out = f.read().decode("utf-8", "replace")
-			byabs = {self.tree.abs[r]: r for r in rels}
-			res = {r: {"status": "ok", "recs": [], "funcs": [], "later": []} for r in rels}
+			byabs = dict((src[r], r) for r in rels)
+			res = dict((r, {"status": "ok", "recs": [], "funcs": [], "later": [], "blanked": blanked.get(r, [])})
+				   for r in rels)
 			seen = set()
 			for line in out.splitlines():
 				if not line.startswith("NESTSLEEP "):
@@ -241,15 +271,22 @@ def function_coverage(targets, results, facts, scoped_calls):
 	nestsleep's own scanner found, against those spatch reported parsing
 	(spatch drops a function it cannot parse and goes on, so a file can
 	count as parsed with functions missing).  Functions that use a scoped
-	guard are counted apart: spatch 1.1.1 drops them without the hints."""
-	total = parsed = gtotal = gparsed = 0
+	guard are counted apart: spatch 1.1.1 drops them without the hints.
+	A function whose body spatch was not given (blanked: it holds no
+	wait) is counted apart too, as blanked: spatch's verdict on it is
+	unknown, and the rule finds nothing in it."""
+	total = parsed = gtotal = gparsed = nblank = 0
 	dropped = []
 	for rel in targets:
 		r = results.get(rel) or {}
 		if r.get("status") != "ok":
 			continue
 		seen = set(r.get("funcs", []))
+		blanked = set(r.get("blanked", ()))
 		for name, fn in each_function(facts.get(rel)["functions"]):
+			if fn["line"] in blanked:
+				nblank += 1
+				continue
 			total += 1
 			guard = any(c["name"] in scoped_calls for c in fn.get("calls", []))
 			gtotal += guard
@@ -259,7 +296,7 @@ def function_coverage(targets, results, facts, scoped_calls):
 			elif len(dropped) < 200:
 				dropped.append("%s:%s" % (rel, name))
 	return {"functions": total, "functions_parsed": parsed, "guard_functions": gtotal,
-		"guard_functions_parsed": gparsed, "functions_dropped": dropped}
+		"guard_functions_parsed": gparsed, "functions_dropped": dropped, "functions_blanked": nblank}
 
 
 def _flags_key(spflags):

@@ -40,7 +40,7 @@ import time
 from typing import List, Optional
 
 from nestsleep import DEFAULT_COCCI, VERSION, cache_dir
-from nestsleep.analysis import cfacts, ctok
+from nestsleep.analysis import blank, cfacts, ctok
 from nestsleep.analysis.cfacts import split_args_text
 from nestsleep.analysis.match import (Matcher, _flags_key, _is_nestsleep_rule, cocci_options,
 				      function_coverage, stmt_expr_records)
@@ -310,6 +310,30 @@ def tree_knowledge(tree, facts, ana, kn, cache, times):
 	return waiters, carriers, window, wait_files, sorted(run_true)
 
 
+def blank_keep(waiters, carriers, kn):
+	"""The names that keep a function body in the copy of a file that
+	spatch matches (analysis/blank.py): the wait primitives (and any name
+	with a word of scan.WAIT_WORDS), the state-carrying helpers and the
+	state setters, that is every function where a rule of the match finds
+	a site: wc (a waiter's arguments), pw and sc (a setter's window),
+	carry (after a carrier), texit (a thread function that sets the
+	state), and later, whose marks count only in those windows.  The
+	other bodies are blanked; the wakers, the writers and the ops tables
+	that MODE=patch and the wake coverage read come from the files
+	themselves, not from this copy.  NESTSLEEP_BLANK=0: none blanked."""
+	if os.environ.get("NESTSLEEP_BLANK", "1") == "0":
+		return None
+	return frozenset(waiters) | frozenset(carriers) | kn.words.set | kn.words.prepare
+
+
+def blank_key(keep):
+	"""What the blanking adds to the match cache key: its code and its
+	names, so that a result matched on another copy is never reused."""
+	if keep is None:
+		return ""
+	return "blank-%s-%s" % (blank.CODE_DIGEST, sha1(" ".join(sorted(keep)).encode())[:12])
+
+
 def split_for(fns):
 	"""How many ways the window rules are split for a file with functions
 	fns (waiters.split_rule()): SPLIT when one of its functions that sets
@@ -574,6 +598,8 @@ def analyse(a, ext):
 		with open(a.cocci, "rb") as f:
 			text = (f.read() + json.dumps(waiters, sort_keys=True).encode() + json.dumps(sorted(carriers)).encode()
 				+ json.dumps(run_true).encode() + _flags_key(a.spflags))
+		keep = blank_keep(waiters, carriers, kn)
+		text += blank_key(keep).encode()
 		# one rule per form: window rules split SPLIT ways, or not split
 		bases = dict((k, sha1(text + repr((SPLIT_RULES, k, SPLIT_FORM)).encode())[:16]) for k in (1, SPLIT))
 		wset = set(window)
@@ -597,7 +623,7 @@ def analyse(a, ext):
 		rules = dict((k, specialize_rule(a.cocci, os.path.join(tmp, "%s-%d%s" % (stem, k, ext)), waiters, carriers,
 						 window, threads, run_true, split=k)) for k in (1, SPLIT))
 		facts.close()	# spatch has the cores now
-		matcher = Matcher(tree, cache, a, rules, paths, rulekey, form)
+		matcher = Matcher(tree, cache, a, rules, paths, rulekey, form, keep)
 		results = matcher.run(targets)
 		times["match"] = time.time() - t
 	finally:

@@ -585,6 +585,10 @@ def index_md(tid, kdir, nver, sver, cmd, cov, recs, bysec, gone, labels_path, ha
 		      "`cocci/nestsleep.macros.h` is passed with `--macro-file` to keep them." % (
 			      cov["functions_parsed"], cov["functions"], pct(cov["functions_parsed"], cov["functions"]),
 			      cov["guard_functions"], cov["guard_functions_parsed"]), ""]
+		if cov.get("functions_blanked"):
+			L += ["Not counted: %d functions that hold no wait, no state setter and no state-carrying call; "
+			      "spatch matches a copy of each file with their bodies blanked, as the rule finds "
+			      "nothing in them." % cov["functions_blanked"], ""]
 		if cov.get("functions_dropped"):
 			L += ["Functions spatch did not parse (first %d): " % min(20, len(cov["functions_dropped"]))
 			      + ", ".join("`%s`" % x for x in cov["functions_dropped"][:20]), ""]
