@@ -415,26 +415,33 @@ class CliTest(unittest.TestCase):
 
 	def test_guard_hints_and_function_coverage(self):
 		"""The scoped_guard hints keep guarded functions; the JSON coverage
-		counts them (4 in the fixture), and counts them dropped without."""
+		counts them (4 in the fixture), and counts them dropped without.
+		With the waitless bodies blanked (the default) the four sg_ready_*()
+		helpers, which hold no wait, are counted apart, two of them
+		guarded."""
 		src = os.path.join(TOP, "fixtures", "report", "scoped_guard.c")
-		with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as c:
-			shutil.copy(src, d)
-			empty = os.path.join(d, "empty.h")
-			open(empty, "w").close()
-			covs = []
-			for extra in ([], ["--spflags", "--macro-file " + empty]):
-				js = os.path.join(c, "out.json")
-				r = self.run_cli("--kdir", d, "--cache", c, "--json", js, *extra)
-				self.assertEqual(r.returncode, 0, r.stderr)
-				with open(js) as f:
-					covs.append((json.load(f)["coverage"], r.stdout.count("WARNING")))
-			(cov, n), (bare, nbare) = covs
-			self.assertEqual((cov["guard_functions"], cov["guard_functions_parsed"]), (4, 4))
-			self.assertEqual(cov["functions_parsed"], cov["functions"])
-			self.assertEqual(n, 3)
-			self.assertEqual((bare["guard_functions"], bare["guard_functions_parsed"]), (4, 0))
-			self.assertIn("scoped_guard.c:sg_wait_in_guarded_function", bare["functions_dropped"])
-			self.assertEqual(nbare, 2)
+		for blanking, guards, blanked in (("0", 4, 0), ("1", 2, 4)):
+			with self.subTest(blanking=blanking), tempfile.TemporaryDirectory() as d, \
+					tempfile.TemporaryDirectory() as c:
+				shutil.copy(src, d)
+				empty = os.path.join(d, "empty.h")
+				open(empty, "w").close()
+				covs = []
+				for extra in ([], ["--spflags", "--macro-file " + empty]):
+					js = os.path.join(c, "out.json")
+					r = self.run_cli("--kdir", d, "--cache", c, "--json", js, *extra,
+							 env=dict(os.environ, NESTSLEEP_BLANK=blanking))
+					self.assertEqual(r.returncode, 0, r.stderr)
+					with open(js) as f:
+						covs.append((json.load(f)["coverage"], r.stdout.count("WARNING")))
+				(cov, n), (bare, nbare) = covs
+				self.assertEqual((cov["guard_functions"], cov["guard_functions_parsed"]), (guards, guards))
+				self.assertEqual(cov["functions_parsed"], cov["functions"])
+				self.assertEqual(cov["functions_blanked"], blanked)
+				self.assertEqual(n, 3)
+				self.assertEqual((bare["guard_functions"], bare["guard_functions_parsed"]), (guards, 0))
+				self.assertIn("scoped_guard.c:sg_wait_in_guarded_function", bare["functions_dropped"])
+				self.assertEqual(nbare, 2)
 
 	def test_empty_tree_runs(self):
 		with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as c:

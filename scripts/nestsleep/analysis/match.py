@@ -66,9 +66,8 @@ class Matcher:
 				results[rel] = r
 		if todo:
 			log("matching %d files with spatch (%d cached)" % (len(todo), len(results)))
-			fresh = {}
-			for k in sorted(set(map(self.form, todo))):
-				fresh.update(self._spatch([rel for rel in todo if self.form(rel) == k], self.rules[k]))
+			fresh = self._spatch([([rel for rel in todo if self.form(rel) == k], self.rules[k])
+					      for k in sorted(set(map(self.form, todo)))])
 			for rel in todo:
 				r = fresh.get(rel, {"status": "failed", "recs": [], "funcs": []})
 				results[rel] = r
@@ -86,26 +85,30 @@ class Matcher:
 		return results
 
 	@staticmethod
-	def _watch(proc, progress, sizes):
-		"""Wait for spatch, showing the files it has finished (the rule
-		appends each one's name to the progress file).  sizes: path ->
-		bytes, for the time left."""
+	def _watch(procs, progress, sizes):
+		"""Wait for the spatch processes procs, showing the files they
+		have finished (the rule appends each one's name to its progress
+		file, one per process).  sizes: path -> bytes, for the time left."""
 		shown = Progress("matching", len(sizes), work=sum(sizes.values()) or 1)
-		state, done, work = {}, set(), 0
+		states = [{} for _ in progress]
+		done, work = set(), 0
 		try:
 			while True:
 				try:
-					proc.wait(timeout=0.5)
+					for proc in procs:
+						proc.wait(timeout=0.5 / len(procs))
 					break
 				except subprocess.TimeoutExpired:
-					for path in appended(progress, state):
-						if path in sizes and path not in done:
-							done.add(path)
-							work += sizes[path]
+					for path, state in zip(progress, states):
+						for p in appended(path, state):
+							if p in sizes and p not in done:
+								done.add(p)
+								work += sizes[p]
 					shown.update(len(done), work)
 		except BaseException:
-			proc.kill()
-			proc.wait()
+			for proc in procs:
+				proc.kill()
+				proc.wait()
 			raise
 		finally:
 			shown.close()
@@ -135,83 +138,122 @@ class Matcher:
 			src[rel], blanked[rel] = dst, lines
 		return src, blanked
 
-	def _spatch(self, rels, cocci):
-		args = self.args
+	def _spatch(self, groups):
+		"""{rel: result} of spatch on each of groups [(rels, rule)]: one
+		spatch per group, all at the same time, so that a group that ends
+		early (a few large files) leaves no core idle while another runs."""
 		tmp = tempfile.mkdtemp(prefix="nestsleep-")
 		try:
-			src, blanked = self._copies(rels, tmp)
-			groups = os.path.join(tmp, "groups")
-			with open(groups, "w") as f:
-				# largest first: with --chunksize 1 the jobs take files as
-				# they go, so a big file last would leave one job alone
-				for rel in sorted(rels, key=lambda r: -_size(self.tree.abs[r])):
-					f.write(src[rel] + "\n\n")
-			cmd = ["spatch", "--sp-file", cocci, "--no-show-diff", "--quiet"]
-			cmd += cocci_options(cocci)
-			cmd += ["--timeout", str(args.timeout), "--file-groups", groups,
-				"--tmp-dir", os.path.join(tmp, "par")]
-			if args.jobs > 1:
-				cmd += ["--jobs", str(args.jobs), "--chunksize", "1"]
-			cmd += args.spflags
-			progress = os.path.join(tmp, "progress")
-			env = dict(os.environ, NESTSLEEP_RAW="1", NESTSLEEP_WAITERS=self.paths["waiters"],
-				   NESTSLEEP_CARRIERS=self.paths["carriers"], NESTSLEEP_WINDOW=self.paths["window"],
-				   NESTSLEEP_PROGRESS_FILE=progress)
-			if args.verbose:
-				log("$ " + " ".join(cmd))
-			err_path, out_path = os.path.join(tmp, "stderr"), os.path.join(tmp, "stdout")
-			with open(err_path, "w") as err, open(out_path, "wb") as out:
-				proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=tmp)
-				self._watch(proc, progress, dict((src[r], _size(self.tree.abs[r])) for r in rels))
-			with open(err_path, errors="replace") as f:
-				err_text = f.read()
-			if args.debug_file:
-				with open(args.debug_file, "a") as f:
-					f.write(err_text)
-			with open(out_path, "rb") as f:
-				out = f.read().decode("utf-8", "replace")
-			byabs = dict((src[r], r) for r in rels)
-			res = dict((r, {"status": "ok", "recs": [], "funcs": [], "later": [], "blanked": blanked.get(r, [])})
-				   for r in rels)
-			seen = set()
-			for line in out.splitlines():
-				if not line.startswith("NESTSLEEP "):
-					continue
-				rec = json.loads(line[10:])
-				rel = byabs.get(rec["file"])
-				if rel is None:
-					continue
-				seen.add(rel)
-				rec["file"] = rel
-				if rec["shape"] == "function":
-					res[rel]["funcs"].append(rec["func"])
-				elif rec["shape"] == "later":
-					res[rel]["later"].append([rec["cline"], rec["ccol"]])
-				else:
-					res[rel]["recs"].append(rec)
-			for m in re.finditer(r"^EXN: (.*) in (\S+)\s*$", err_text, re.M):
-				rel = byabs.get(m.group(2))
-				if rel is None:
-					continue
-				res[rel]["status"] = "timeout" if "Timeout" in m.group(1) else "failed"
-				res[rel]["error"] = m.group(1)[:200]
-			if proc.returncode < 0:
-				# killed (the OOM killer, a user): its output may miss
-				# files, and none of it may be cached as their result
-				raise UserError("spatch was killed by signal %d; run again" % -proc.returncode)
-			if proc.returncode != 0 and not seen:
-				last = (err_text.strip().splitlines() or ["no message"])[-1].strip()
-				raise UserError("spatch failed (exit %d): %s (all of its stderr: DEBUG_FILE=)" % (
-					proc.returncode, last))
-			for rel in rels:
-				if res[rel]["status"] == "ok" and not res[rel]["funcs"]:
-					names = self.tree.files[rel][1]
-					if names and rel.endswith(".c"):
-						res[rel]["status"] = "failed"
-						res[rel]["error"] = "no function parsed"
+			runs = []
+			try:
+				for n, (rels, cocci) in enumerate(groups):
+					runs.append(self._start(rels, cocci, os.path.join(tmp, str(n))))
+				sizes = {}
+				for run in runs:
+					sizes.update((run["src"][r], _size(self.tree.abs[r])) for r in run["rels"])
+				self._watch([run["proc"] for run in runs], [run["progress"] for run in runs], sizes)
+			except BaseException:
+				for run in runs:
+					if run["proc"].poll() is None:
+						run["proc"].kill()
+						run["proc"].wait()
+				raise
+			finally:
+				for run in runs:
+					run["out"].close()
+					run["err"].close()
+			res = {}
+			for run in runs:
+				res.update(self._finish(run))
 			return res
 		finally:
 			shutil.rmtree(tmp, ignore_errors=True)
+
+	def _start(self, rels, cocci, tmp):
+		"""Start spatch with rule cocci on files rels, its files in tmp."""
+		args = self.args
+		os.makedirs(tmp)
+		src, blanked = self._copies(rels, tmp)
+		groups = os.path.join(tmp, "groups")
+		with open(groups, "w") as f:
+			# largest first: with --chunksize 1 the jobs take files as
+			# they go, so a big file last would leave one job alone
+			for rel in sorted(rels, key=lambda r: -_size(self.tree.abs[r])):
+				f.write(src[rel] + "\n\n")
+		cmd = ["spatch", "--sp-file", cocci, "--no-show-diff", "--quiet"]
+		cmd += cocci_options(cocci)
+		cmd += ["--timeout", str(args.timeout), "--file-groups", groups,
+			"--tmp-dir", os.path.join(tmp, "par")]
+		if args.jobs > 1 and len(rels) > 1:
+			cmd += ["--jobs", str(min(args.jobs, len(rels))), "--chunksize", "1"]
+		cmd += args.spflags
+		progress = os.path.join(tmp, "progress")
+		env = dict(os.environ, NESTSLEEP_RAW="1", NESTSLEEP_WAITERS=self.paths["waiters"],
+			   NESTSLEEP_CARRIERS=self.paths["carriers"], NESTSLEEP_WINDOW=self.paths["window"],
+			   NESTSLEEP_PROGRESS_FILE=progress)
+		if args.verbose:
+			log("$ " + " ".join(cmd))
+		run = {"rels": rels, "src": src, "blanked": blanked, "progress": progress,
+		       "err_path": os.path.join(tmp, "stderr"), "out_path": os.path.join(tmp, "stdout")}
+		run["err"], run["out"] = open(run["err_path"], "w"), open(run["out_path"], "wb")
+		try:
+			run["proc"] = subprocess.Popen(cmd, stdout=run["out"], stderr=run["err"], env=env, cwd=tmp)
+		except BaseException:
+			run["out"].close()
+			run["err"].close()
+			raise
+		return run
+
+	def _finish(self, run):
+		"""{rel: result} of a spatch run _start() started, which has ended."""
+		args, rels, src, proc = self.args, run["rels"], run["src"], run["proc"]
+		with open(run["err_path"], errors="replace") as f:
+			err_text = f.read()
+		if args.debug_file:
+			with open(args.debug_file, "a") as f:
+				f.write(err_text)
+		with open(run["out_path"], "rb") as f:
+			out = f.read().decode("utf-8", "replace")
+		byabs = dict((src[r], r) for r in rels)
+		res = dict((r, {"status": "ok", "recs": [], "funcs": [], "later": [], "blanked": run["blanked"].get(r, [])})
+			   for r in rels)
+		seen = set()
+		for line in out.splitlines():
+			if not line.startswith("NESTSLEEP "):
+				continue
+			rec = json.loads(line[10:])
+			rel = byabs.get(rec["file"])
+			if rel is None:
+				continue
+			seen.add(rel)
+			rec["file"] = rel
+			if rec["shape"] == "function":
+				res[rel]["funcs"].append(rec["func"])
+			elif rec["shape"] == "later":
+				res[rel]["later"].append([rec["cline"], rec["ccol"]])
+			else:
+				res[rel]["recs"].append(rec)
+		for m in re.finditer(r"^EXN: (.*) in (\S+)\s*$", err_text, re.M):
+			rel = byabs.get(m.group(2))
+			if rel is None:
+				continue
+			res[rel]["status"] = "timeout" if "Timeout" in m.group(1) else "failed"
+			res[rel]["error"] = m.group(1)[:200]
+		if proc.returncode < 0:
+			# killed (the OOM killer, a user): its output may miss
+			# files, and none of it may be cached as their result
+			raise UserError("spatch was killed by signal %d; run again" % -proc.returncode)
+		if proc.returncode != 0 and not seen:
+			last = (err_text.strip().splitlines() or ["no message"])[-1].strip()
+			raise UserError("spatch failed (exit %d): %s (all of its stderr: DEBUG_FILE=)" % (
+				proc.returncode, last))
+		for rel in rels:
+			if res[rel]["status"] == "ok" and not res[rel]["funcs"]:
+				names = self.tree.files[rel][1]
+				if names and rel.endswith(".c"):
+					res[rel]["status"] = "failed"
+					res[rel]["error"] = "no function parsed"
+		return res
 
 
 def stmt_expr_records(tree, facts, kn, waiters, targets, recs):

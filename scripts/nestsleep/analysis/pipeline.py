@@ -385,7 +385,7 @@ def thread_functions(tree, kn, cache):
 
 
 def search_files(tree, cache, ckey, names, found, empty, rels):
-	"""{rel: found(text)} for each of rels, kept per file content in the
+	r"""{rel: found(text)} for each of rels, kept per file content in the
 	cache index ckey.  found must find nothing in a text that does not
 	hold one of names as an identifier (a regular expression that begins
 	with r"\b(?:name|...)\s*\(" is such): only the files that do (one
