@@ -3,7 +3,7 @@
 
 spatch's time grows with the text it parses and matches, and the rule only
 looks inside the few functions that hold a wait.  blank() returns the text
-with the body of every other function replaced by spaces, newlines kept, so
+with every other function definition replaced by spaces, newlines kept, so
 that every kept token has the line and the column it has in the file and
 the rule's positions need no mapping.  Kept as they are:
 
@@ -21,7 +21,10 @@ the rule's positions need no mapping.  Kept as they are:
     a preprocessor conditional opens or closes a brace the others do not:
     the depth of a brace is then not the same in every configuration.
 
-Only the braces of a blanked body stay, and only its preprocessor lines."""
+Of a function blanked nothing stays but its preprocessor lines: spatch
+sees no definition (its header too is blanked, but for one that a
+conditional precedes, where only the body is), so its rules have nothing
+to evaluate there."""
 
 import hashlib
 import re
@@ -50,6 +53,7 @@ _PP_LINE = re.compile(r"^[ \t]*#", re.M)
 _PP_COND = re.compile(r"[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
 _EVENT = re.compile(r"[{};]")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+_FIRST = re.compile(r"\S")
 _WAIT_WORDS = tuple(w.decode() for w in WAIT_WORDS)
 # names before a '(' that make the '{' after its ')' no plain function body
 _NOT_NAME = frozenset("""
@@ -190,18 +194,20 @@ def _holder(keep):
 def blank(text, keep=frozenset()):
 	"""text with the bodies of the functions that need no matching blanked
 	(module doc); keep: the names whose presence keeps a body."""
-	return blank_lines(text, keep)[0]
+	return _blank(text, keep)[0]
 
 
 def blank_lines(text, keep=frozenset()):
-	"""(blank(text, keep), the line of the '{' of each blanked body)."""
-	out, spans = _blank(text, keep)
+	"""(blank(text, keep), the line of the '{' of each blanked body, how
+	many bodies that may be a function's are left: a header that ends
+	with ')' and holds no '=')."""
+	out, spans, left = _blank(text, keep)
 	lines, last, ln = [], 0, 1
 	for open_ in spans:
 		ln += text.count("\n", last, open_)
 		last = open_
 		lines.append(ln)
-	return out, lines
+	return out, lines, left
 
 
 def _blank(text, keep):
@@ -210,30 +216,42 @@ def _blank(text, keep):
 	code = _code_only(masked, pps)
 	bodies = _bodies(code, pps)
 	if not bodies:
-		return text, []
+		return text, [], None
 	conds = [s for s, e, c in pps if c]
 	holds = _holder(frozenset(keep))
 	out, last = [], 0
 	spans = []
 	ci = 0
+	left = 0
 	for open_, close, head in bodies:
 		while ci < len(conds) and conds[ci] < open_:
 			ci += 1
-		if ci < len(conds) and conds[ci] < close:
-			continue	# a conditional inside the body
-		if not _plain_function(code, open_, head):
+		h = code[head:open_].rstrip()
+		may_be_function = h.endswith(")") and "=" not in h
+		# kept: a conditional inside the body, a header that is not
+		# plain, a body that names a name of keep (its preprocessor
+		# lines included)
+		if (ci < len(conds) and conds[ci] < close) or not _plain_function(code, open_, head) \
+				or holds(masked, open_ + 1, close):
+			left += may_be_function
 			continue
-		# the names of the body, its preprocessor lines included
-		if holds(masked, open_ + 1, close):
-			continue
-		out.append(text[last:open_ + 1])
-		out.append(_blank_code(text, open_ + 1, close, pps))
+		# the whole definition, from the first token of its header to
+		# its closing brace; only the body when a conditional comes
+		# between the two (the header may differ between its branches)
+		start = _FIRST.search(code, head, open_).start()
+		if ci > 0 and conds[ci - 1] >= start:
+			out.append(text[last:open_ + 1])
+			out.append(_blank_code(text, open_ + 1, close, pps))
+			last = close
+		else:
+			out.append(text[last:start])
+			out.append(_blank_code(text, start, close + 1, pps))
+			last = close + 1
 		spans.append(open_)
-		last = close
 	if not out:
-		return text, []
+		return text, [], left
 	out.append(text[last:])
-	return "".join(out), spans
+	return "".join(out), spans, left
 
 
 def _blank_code(text, lo, hi, pps):

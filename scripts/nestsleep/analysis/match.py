@@ -45,6 +45,7 @@ class Matcher:
 		self.tree, self.cache, self.args, self.rules = tree, cache, args, rules
 		self.form = form or (lambda rel: next(iter(rules)))
 		self.keep = keep
+		self.left = {}	# rel -> bodies that may be a function's left in its copy
 		self.paths = paths
 		self.rulekey = rulekey
 		self.failed, self.timedout, self.parsed = [], [], 0
@@ -127,7 +128,7 @@ class Matcher:
 			except OSError:
 				src[rel] = self.tree.abs[rel]	# spatch says it cannot read it
 				continue
-			out, lines = blank.blank_lines(text, self.keep)
+			out, lines, left = blank.blank_lines(text, self.keep)
 			if not lines:
 				src[rel] = self.tree.abs[rel]
 				continue
@@ -136,6 +137,7 @@ class Matcher:
 			with open(dst, "wb") as f:
 				f.write(out.encode("latin-1"))
 			src[rel], blanked[rel] = dst, lines
+			self.left[rel] = left
 		return src, blanked
 
 	def _spatch(self, groups):
@@ -249,8 +251,10 @@ class Matcher:
 				proc.returncode, last))
 		for rel in rels:
 			if res[rel]["status"] == "ok" and not res[rel]["funcs"]:
+				# (no function is left in a copy whose every function
+				# body was blanked)
 				names = self.tree.files[rel][1]
-				if names and rel.endswith(".c"):
+				if names and rel.endswith(".c") and (rel not in run["blanked"] or self.left.get(rel)):
 					res[rel]["status"] = "failed"
 					res[rel]["error"] = "no function parsed"
 		return res
