@@ -212,6 +212,29 @@ class MentionsTest(unittest.TestCase):
 		if not n:
 			self.skipTest("no kernel tree (make setup)")
 
+	def test_parts(self):
+		"""With jobs, the paths are split between as many runs of the tool
+		(1,000 paths or more each), in order; an unreadable path in any
+		part is None."""
+		paths = []
+		for tree in TREES:
+			if os.path.isdir(os.path.join(tree, "drivers")):
+				for d, _, fs in os.walk(os.path.join(tree, "drivers")):
+					paths += [os.path.join(d, f) for f in sorted(fs) if f.endswith((".c", ".h"))]
+					if len(paths) > 2600:
+						break
+				break
+		if len(paths) < 2600:
+			self.skipTest("no kernel tree (make setup)")
+		paths.insert(1800, "/nonexistent/x.c")
+		names = ["mutex_lock", "wake_up", "spin_lock", "kfree", "probe", "nonexistent_name_xyz"]
+		one = ctok.mentions(names, paths, 1)
+		self.assertEqual(ctok.mentions(names, paths, 2), one)
+		self.assertEqual(ctok.mentions(names, paths, 3), one)
+		self.assertIsNone(one[1800])
+		for i in (0, 1799, 1801, len(paths) - 1):
+			self.assertEqual(one[i], self.reference(names, paths[i]))
+
 
 if __name__ == "__main__":
 	unittest.main()

@@ -121,28 +121,51 @@ def tokenize_c(text):
 	return list(zip(map(_KINDS.__getitem__, kinds), map(sys.intern, vals), map(nums.__getitem__, lines)))
 
 
-def mentions(names, paths):
+def mentions(names, paths, jobs=1):
 	"""For each of paths, the set of names (str) that it holds as an
 	identifier, as re.findall(rb"[A-Za-z_]\\w*") over its bytes finds them
 	(wakecov.py's index), or None if it cannot be read: 'nstok --ids', one
-	pass over the files.  A path holding a newline (the tool reads one path
-	a line) is read here."""
+	pass over the files, in up to jobs processes at once, each on its part
+	of the paths (the whole 6.1 tree: 5.1 s in one, 2.9 s in two).  A path
+	holding a newline (the tool reads one path a line) is read here."""
 	names = sorted(set(names))
 	out = [None] * len(paths)
 	# no names to look for, or a path the tool cannot take: Python
 	send = [i for i, p in enumerate(paths) if names and "\n" not in p]
 	if send:
+		np_ = max(1, min(jobs, len(send) // 1000))
+		parts = [send[k * len(send) // np_:(k + 1) * len(send) // np_] for k in range(np_)]
 		with tempfile.NamedTemporaryFile("w", prefix="nestsleep-names-", suffix=".txt") as nf:
 			nf.write("".join(n + "\n" for n in names))
 			nf.flush()
-			r = subprocess.run([ensure(), "--ids", nf.name], capture_output=True,
-					   input="".join(paths[i] + "\n" for i in send).encode("utf-8", "surrogateescape"))
-		rows = r.stdout.decode().split("\n")
-		if r.returncode != 0 or len(rows) != len(send) + 1:
-			raise UserError("nstok --ids failed (exit %d): %s" % (
-				r.returncode, (r.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]))
-		for i, row in zip(send, rows):
-			out[i] = None if row == "!" else set(names[int(k)] for k in row.split())
+			runs = []
+			try:
+				for part in parts:
+					# input and output in files: the runs go on at once
+					fi, fo, fe = tempfile.TemporaryFile(), tempfile.TemporaryFile(), tempfile.TemporaryFile()
+					fi.write("".join(paths[i] + "\n" for i in part).encode("utf-8", "surrogateescape"))
+					fi.seek(0)
+					runs.append((part, fi, fo, fe, subprocess.Popen([ensure(), "--ids", nf.name],
+											stdin=fi, stdout=fo, stderr=fe)))
+				for part, fi, fo, fe, proc in runs:
+					proc.wait()
+					fo.seek(0)
+					fe.seek(0)
+					rows = fo.read().decode().split("\n")
+					if proc.returncode != 0 or len(rows) != len(part) + 1:
+						raise UserError("nstok --ids failed (exit %d): %s" % (
+							proc.returncode, (fe.read().decode(errors="replace").strip().splitlines()
+									  or ["no message"])[-1]))
+					for i, row in zip(part, rows):
+						out[i] = None if row == "!" else set(names[int(k)] for k in row.split())
+			finally:
+				for part, fi, fo, fe, proc in runs:
+					if proc.poll() is None:
+						proc.kill()
+						proc.wait()
+					fi.close()
+					fo.close()
+					fe.close()
 	sent = set(send)
 	for i, p in enumerate(paths):
 		if i not in sent:

@@ -394,7 +394,7 @@ def search_files(tree, cache, ckey, names, found, empty, rels):
 	seen = cache.load("index", ckey) or {}
 	todo = [rel for rel in rels if tree.sha(rel) not in seen]
 	if todo:
-		held = ctok.mentions(names, [tree.abs[rel] for rel in todo])
+		held = ctok.mentions(names, [tree.abs[rel] for rel in todo], tree.jobs)
 		for rel, ids in zip(todo, held):
 			hit = empty
 			if ids:

@@ -415,7 +415,7 @@ class WakeCov:
 			read.append((rel, want))
 		# the identifiers of every file to read, in one pass of the C tool
 		# (scripts/nstok.c --ids; a file it cannot read mentions nothing)
-		held = ctok.mentions(known | new, [self.tree.abs[rel] for rel, _ in read])
+		held = ctok.mentions(known | new, [self.tree.abs[rel] for rel, _ in read], getattr(self.tree, "jobs", 1))
 		for (rel, want), ids in zip(read, held):
 			for n in (ids or set()) & want:
 				hits[n].add(rel)
@@ -803,7 +803,7 @@ def wake_coverage(findings, tree, kn, cache, tdig=""):
 	# 300-480 MiB on top of all the run held (common.run_spawned())
 	recs, out, dropped = run_spawned("nestsleep.analysis.wakecov", "_wake_coverage_child", findings,
 					 dict((rel, tree.sha(rel)) for rel in tree.files), tree.abs, tree.kdir,
-					 kn.path, cache.root)
+					 getattr(tree, "jobs", 1), kn.path, cache.root)
 	cache.dropped += dropped
 	for f, rec in zip(findings, recs):
 		if rec is not None:
@@ -817,20 +817,20 @@ class _Files:
 	"""What WakeCov reads of the scanned tree (scan.Tree): each file's
 	content hash and path, the tree's root."""
 
-	def __init__(self, shas, abs_, kdir):
+	def __init__(self, shas, abs_, kdir, jobs):
 		self.files = dict((rel, (sha,)) for rel, sha in shas.items())
-		self.abs, self.kdir = abs_, kdir
+		self.abs, self.kdir, self.jobs = abs_, kdir, jobs
 
 	def sha(self, rel):
 		return self.files[rel][0]
 
 
-def _wake_coverage_child(findings, shas, abs_, kdir, kn_path, cache_root):
+def _wake_coverage_child(findings, shas, abs_, kdir, jobs, kn_path, cache_root):
 	"""_wake_coverage() in the process run_spawned() started: each
 	finding's record (or None), the missed wakeups, the damaged cache
 	files dropped."""
 	cache = Cache(cache_root)
-	out = _wake_coverage(findings, _Files(shas, abs_, kdir), Knowledge(kn_path), cache)
+	out = _wake_coverage(findings, _Files(shas, abs_, kdir, jobs), Knowledge(kn_path), cache)
 	return [f.get("wakers") for f in findings], out, cache.dropped
 
 
