@@ -40,13 +40,19 @@ class RunApartTest(unittest.TestCase):
 			run_apart(lambda: os._exit(3))
 
 
+def shapes_tree(test):
+	"""(a scratch dir, a tree in it holding the shapes fixture)."""
+	tmp = tempfile.mkdtemp(prefix="nestsleep-apart-")
+	test.addCleanup(shutil.rmtree, tmp, True)
+	src = os.path.join(tmp, "src")
+	os.makedirs(src)
+	shutil.copy(os.path.join(TOP, "fixtures", "report", "shapes.c"), src)
+	return tmp, src
+
+
 class KnowledgeApartTest(unittest.TestCase):
 	def test_tree_knowledge_in_a_child(self):
-		tmp = tempfile.mkdtemp(prefix="nestsleep-apart-")
-		self.addCleanup(shutil.rmtree, tmp, True)
-		src = os.path.join(tmp, "src")
-		os.makedirs(src)
-		shutil.copy(os.path.join(TOP, "fixtures", "report", "shapes.c"), src)
+		tmp, src = shapes_tree(self)
 		seen = os.path.join(tmp, "pid")
 		real = pipeline.tree_knowledge
 
@@ -103,11 +109,7 @@ class WakeCovApartTest(unittest.TestCase):
 			return real(*a)
 		wakecov._wake_coverage = spy
 		try:
-			tmp = tempfile.mkdtemp(prefix="nestsleep-apart-")
-			self.addCleanup(shutil.rmtree, tmp, True)
-			src = os.path.join(tmp, "src")
-			os.makedirs(src)
-			shutil.copy(os.path.join(TOP, "fixtures", "report", "shapes.c"), src)
+			tmp, src = shapes_tree(self)
 			res = pipeline.check(pipeline.Options(kdir=src, mode="report", jobs=1,
 							      cache=os.path.join(tmp, "cache")))
 		finally:
