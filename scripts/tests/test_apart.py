@@ -116,3 +116,44 @@ class WakeCovApartTest(unittest.TestCase):
 			wakecov._wake_coverage = real
 		self.assertTrue(res.findings)
 		self.assertEqual(seen, [], "ran in this process")
+
+
+class KnowledgeReusedTest(unittest.TestCase):
+	"""An edit that changes no facts of the files the tree-knowledge pass
+	read (a comment) reuses the last run's knowledge; one that does is
+	derived again, and the findings follow it."""
+
+	HELPER = "#include <linux/mutex.h>\nint helper(struct s *x)\n{\n\tmutex_lock(&x->m);\n\treturn x->n;\n}\n"
+	WAITER = ("int helper(struct s *x);\nint w(struct s *x)\n{\n\twhile (1) {\n\t\tset_current_state(TASK_INTERRUPTIBLE);\n"
+		  "\t\tif (helper(x))\n\t\t\tbreak;\n\t\tschedule();\n\t}\n\t__set_current_state(TASK_RUNNING);\n\treturn 0;\n}\n")
+
+	def run_tree(self, src, cache):
+		import contextlib
+		import io
+		err = io.StringIO()
+		with contextlib.redirect_stderr(err):
+			res = pipeline.check(pipeline.Options(kdir=src, mode="report", jobs=1, cache=cache))
+		return res, err.getvalue()
+
+	def test_reuse(self):
+		tmp = tempfile.mkdtemp(prefix="nestsleep-reuse-")
+		self.addCleanup(shutil.rmtree, tmp, True)
+		src, cache = os.path.join(tmp, "src"), os.path.join(tmp, "cache")
+		os.makedirs(src)
+		for name, text in (("helper.c", self.HELPER), ("waiter.c", self.WAITER)):
+			with open(os.path.join(src, name), "w") as f:
+				f.write(text)
+		first, err = self.run_tree(src, cache)
+		self.assertNotIn("tree knowledge reused", err)
+		self.assertEqual([f["chain"] for f in first.findings], [["helper", "mutex_lock"]])
+		with open(os.path.join(src, "helper.c"), "a") as f:
+			f.write("/* a comment */\n")
+		again, err = self.run_tree(src, cache)
+		self.assertIn("tree knowledge reused", err)
+		self.assertEqual(again.output, first.output)
+		with open(os.path.join(src, "helper.c"), "w") as f:
+			f.write(self.HELPER.replace("mutex_lock(&x->m);", "x->n++;"))
+		changed, err = self.run_tree(src, cache)
+		self.assertNotIn("tree knowledge reused", err)
+		self.assertNotIn("tree knowledge cached", err)
+		self.assertEqual(changed.findings, [])

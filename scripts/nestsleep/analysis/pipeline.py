@@ -29,6 +29,7 @@ banners, progress and the coverage line go to stderr.
 
 import dataclasses
 import gc
+import hashlib
 import json
 import os
 import re
@@ -268,15 +269,8 @@ def tree_knowledge(tree, facts, ana, kn, cache, times):
 			if fn.get("run_true"):
 				run_true.add(name)
 	carriers -= set(kn.sleepers) | set(waiters) | set(kn.restore)
-	extra = sorted(n for n in waiters if not any(w in n.encode() for w in WAIT_WORDS))
-	if extra:
-		# wrappers whose names the scan's tokens miss: search for their
-		# users once per file content and wrapper set
-		pat = re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, extra)))
-		hits = search_files(tree, cache, "extra-" + sha1(" ".join(extra).encode())[:12], extra,
-				    lambda text: bool(pat.search(text)), False,
-				    [r for r in tree.files if not tree.flags(r) & FileFlag.WAIT])
-		more = [rel for rel, hit in hits.items() if hit]
+	more = wrapper_users(tree, cache, waiters)
+	if more:
 		facts.ensure(more)
 		wait_files += more
 	log("%d wait primitives (%d found by macro expansion), %d state-carrying helpers" % (
@@ -348,6 +342,65 @@ def split_for(fns):
 	return 1
 
 
+def wrapper_users(tree, cache, waiters):
+	"""The files without a word of WAIT_WORDS that call a wait wrapper
+	whose name the scan's words miss; searched once per file content and
+	wrapper set."""
+	extra = sorted(n for n in waiters if not any(w in n.encode() for w in WAIT_WORDS))
+	if not extra:
+		return []
+	pat = re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, extra)))
+	hits = search_files(tree, cache, "extra-" + sha1(" ".join(extra).encode())[:12], extra,
+			    lambda text: bool(pat.search(text)), False,
+			    [r for r in tree.files if not tree.flags(r) & FileFlag.WAIT])
+	return [rel for rel, hit in hits.items() if hit]
+
+
+def scan_digest(tree):
+	"""A digest of what the scan found in every file (its names, structs,
+	initialisers, members and flags), not of the files' content."""
+	h = hashlib.sha1()
+	for rel in sorted(tree.files):
+		_, names, structs, inits, members, flags = tree.files[rel]
+		h.update(("%s\0%s\0%s\0%s\0%s\0%d\n" % (rel, " ".join(names), " ".join(structs), " ".join(inits),
+							     " ".join(members), flags)).encode("utf-8", "surrogateescape"))
+	return h.hexdigest()[:16]
+
+
+def _last_key(tree):
+	return "tree-last-" + sha1(tree.kdir.encode())[:12]
+
+
+def knowledge_reused(tree, facts, kn, cache, code, sdig):
+	"""The tree knowledge of the last run on this tree, when it holds for
+	this one, else None.  It holds when the code and the knowledge are the
+	same, the scan found the same in every file, every file whose facts
+	the pass read has the same facts (a changed file's are extracted
+	again and compared with those of its old content: an edit of a
+	comment changes none), and the wrappers' users are the same files:
+	those are all that tree_knowledge() reads.  For an edited tree, where
+	the digest of every file's content has changed."""
+	rec = cache.load("index", _last_key(tree))
+	if not rec or rec[0] != code or rec[1] != sdig:
+		return None
+	read, know, more = rec[2], rec[3], rec[4]
+	for rel, sha in sorted(read.items()):
+		if rel not in tree.files:
+			return None
+		new = tree.sha(rel)
+		if new == sha:
+			continue
+		old = cache.load(facts.key, sha[:2], sha)
+		if old is None:
+			return None
+		facts.ensure([rel])
+		if cache.load(facts.key, new[:2], new) != old:
+			return None
+	if wrapper_users(tree, cache, know[0]) != more:
+		return None
+	return know
+
+
 def knowledge_apart(tree, facts, ana, kn, cache, times):
 	"""tree_knowledge() in a child process (common.run_apart()).  It reads
 	the facts of every wait and state file and of their callees, some
@@ -362,11 +415,12 @@ def knowledge_apart(tree, facts, ana, kn, cache, times):
 		t = {}
 		know = tree_knowledge(tree, facts, ana, kn, cache, t)
 		facts.close()
-		return know, t, cache.dropped
-	know, t, dropped = run_apart(job)
+		read = dict((rel, tree.sha(rel)) for rel in facts.by_file)
+		return know, t, cache.dropped, read
+	know, t, dropped, read = run_apart(job)
 	times.update(t)
 	cache.dropped = dropped
-	return know
+	return know, read
 
 
 def thread_functions(tree, kn, cache):
@@ -565,18 +619,32 @@ def analyse(a, ext):
 	# The tree-wide knowledge (wait primitives, state-carrying helpers, names
 	# that may sleep in a window) depends on every file's content: keep it
 	# under a digest of the whole tree, so that a warm run skips it.
-	tdig = sha1((kn.digest + str(cfacts.FACTS_VERSION) + KNOWLEDGE_CODE + cfacts.CODE_DIGEST + "".join(
-		"%s %s\n" % (rel, tree.files[rel][0]) for rel in sorted(tree.files))).encode())[:16]
+	code = kn.digest + str(cfacts.FACTS_VERSION) + KNOWLEDGE_CODE + cfacts.CODE_DIGEST
+	tdig = sha1((code + "".join("%s %s\n" % (rel, tree.files[rel][0]) for rel in sorted(tree.files))).encode())[:16]
 	know = cache.load("index", "tree-" + tdig)
+	how = "cached"
+	if know is None:
+		# an edited tree: the last run's knowledge, if what it read is
+		# the same
+		t = time.time()
+		sdig = scan_digest(tree)
+		know = knowledge_reused(tree, facts, kn, cache, code, sdig)
+		how = "reused (what it reads is unchanged)"
+		if know is not None:
+			cache.store(know, "index", "tree-" + tdig)
+			times["facts"], times["window"] = 0.0, time.time() - t
 	if know is not None:
 		waiters, carriers, window, wait_files, run_true = know
 		carriers = set(carriers)
-		times["facts"] = times["window"] = 0.0
-		log("tree knowledge cached: %d wait primitives, %d state-carrying helpers, %d window names" % (
-			len(waiters), len(carriers), len(window)))
+		times.setdefault("facts", 0.0)
+		times.setdefault("window", 0.0)
+		log("tree knowledge %s: %d wait primitives, %d state-carrying helpers, %d window names" % (
+			how, len(waiters), len(carriers), len(window)))
 	else:
-		waiters, carriers, window, wait_files, run_true = knowledge_apart(tree, facts, ana, kn, cache, times)
-		cache.store((waiters, sorted(carriers), window, wait_files, run_true), "index", "tree-" + tdig)
+		(waiters, carriers, window, wait_files, run_true), read = knowledge_apart(tree, facts, ana, kn, cache, times)
+		know = (waiters, sorted(carriers), window, wait_files, run_true)
+		cache.store(know, "index", "tree-" + tdig)
+		cache.store((code, sdig, read, know, wrapper_users(tree, cache, waiters)), "index", _last_key(tree))
 
 	if a.only is not None:
 		targets = [r for r in a.only if r in tree.files]
