@@ -206,3 +206,26 @@ class AllBlankedTest(unittest.TestCase):
 
 if __name__ == "__main__":
 	unittest.main()
+
+
+class ExternalModuleTest(unittest.TestCase):
+	"""The copies spatch reads are made under the run's scratch directory,
+	also for an external module (M= an absolute path, whose files are
+	named by that path): its files are never written (the copy once went
+	to the file itself)."""
+
+	def test_module_files_untouched(self):
+		src = ("int helper(int a)\n{\n\treturn a + 1;\n}\n\nint w(struct s *x)\n{\n"
+		       "\twait_event(x->wq, x->n);\n\treturn 0;\n}\n")
+		with tempfile.TemporaryDirectory() as k, tempfile.TemporaryDirectory() as m, \
+				tempfile.TemporaryDirectory() as c:
+			with open(os.path.join(k, "a.c"), "w") as f:
+				f.write("int a(void)\n{\n\treturn 0;\n}\n")
+			path = os.path.join(m, "mod.c")
+			with open(path, "w") as f:
+				f.write(src)
+			r = subprocess.run([PY, "-m", "nestsleep", "coccicheck", "--kdir", k, "--m", m, "--cache", c],
+					   capture_output=True, text=True, timeout=300)
+			self.assertEqual(r.returncode, 0, r.stderr)
+			with open(path) as f:
+				self.assertEqual(f.read(), src)

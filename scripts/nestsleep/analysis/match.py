@@ -121,7 +121,7 @@ class Matcher:
 		if self.keep is None:
 			return dict((rel, self.tree.abs[rel]) for rel in rels), {}
 		src, blanked = {}, {}
-		for rel in rels:
+		for n, rel in enumerate(rels):
 			try:
 				with open(self.tree.abs[rel], "rb") as f:
 					text = f.read().decode("latin-1")
@@ -132,7 +132,9 @@ class Matcher:
 			if not lines:
 				src[rel] = self.tree.abs[rel]
 				continue
-			dst = os.path.join(tmp, "src", rel)
+			# under tmp whatever rel is: the file of an external module
+			# (M= an absolute path) is named by its absolute path
+			dst = os.path.join(tmp, "src", str(n), os.path.basename(rel))
 			os.makedirs(os.path.dirname(dst), exist_ok=True)
 			with open(dst, "wb") as f:
 				f.write(out.encode("latin-1"))
